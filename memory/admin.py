@@ -1,0 +1,60 @@
+from django.contrib import admin, messages
+
+from memory.models import ApiKey, ManagementToken, Memory, Setting, VectorMeta
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(admin.ModelAdmin):
+    list_display = ("name", "id", "prefix", "allow_global_scope", "created_at", "revoked_at", "last_used_at")
+    search_fields = ("name", "id", "prefix")
+    readonly_fields = ("id", "prefix", "created_at", "last_used_at")
+    fields = ("id", "name", "prefix", "allow_global_scope", "created_at", "revoked_at", "last_used_at")
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        key, secret = ApiKey.issue(name=obj.name, allow_global_scope=obj.allow_global_scope)
+        obj.pk = key.pk
+        messages.warning(request, f"API key created. Copy the secret now, it is not shown again: {secret}")
+
+
+@admin.register(ManagementToken)
+class ManagementTokenAdmin(admin.ModelAdmin):
+    list_display = ("name", "scope", "prefix", "created_at", "revoked_at", "last_used_at")
+    list_filter = ("scope",)
+    search_fields = ("name", "prefix")
+    readonly_fields = ("id", "prefix", "created_at", "last_used_at")
+    filter_horizontal = ("owners",)
+    fields = ("id", "name", "scope", "owners", "prefix", "created_at", "revoked_at", "last_used_at")
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        token, secret = ManagementToken.issue(name=obj.name, scope=obj.scope)
+        obj.pk = token.pk
+        obj._state.adding = False
+        messages.warning(request, f"Token created. Copy the secret now, it is not shown again: {secret}")
+
+
+@admin.register(Memory)
+class MemoryAdmin(admin.ModelAdmin):
+    list_display = ("key", "type", "owner", "session_id", "created_at", "expires_at", "needs_reindex")
+    list_filter = ("type", "needs_reindex")
+    search_fields = ("key", "content", "uuid")
+    list_select_related = ("owner",)
+    readonly_fields = ("seq", "uuid", "created_at", "updated_at", "access_count", "last_accessed_at")
+    raw_id_fields = ("owner",)
+
+
+@admin.register(VectorMeta)
+class VectorMetaAdmin(admin.ModelAdmin):
+    list_display = ("id", "embedding_signature", "active_dim", "vec_loaded", "last_reset_at")
+    readonly_fields = ("id", "embedding_signature", "active_dim", "vec_loaded", "last_reset_at")
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(Setting)
+class SettingAdmin(admin.ModelAdmin):
+    list_display = ("key", "value", "updated_at")

@@ -1,0 +1,100 @@
+"""One JSON error envelope for every API route.
+
+``{"error": {"message": str, "type": str, "details": [{"field": str, "message": str}]}}``
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from memory.exceptions import DomainError
+
+logger = logging.getLogger("memory.api")
+
+TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    409: "conflict_error",
+    413: "invalid_request_error",
+    415: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def envelope(message: str, *, status_code: int, type_: str | None = None, details=None) -> dict:
+    return {
+        "error": {
+            "message": message,
+            "type": type_ or TYPES.get(status_code, "api_error"),
+            "details": details or [],
+        }
+    }
+
+
+def flatten_details(detail, prefix: str = "") -> list[dict]:
+    """Turn DRF's nested ``ValidationError.detail`` into ``[{field, message}]``."""
+    out: list[dict] = []
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = prefix if key == "non_field_errors" else (f"{prefix}.{key}" if prefix else str(key))
+            out.extend(flatten_details(value, name))
+    elif isinstance(detail, list):
+        if detail and all(not isinstance(item, (dict, list)) for item in detail):
+            out.extend({"field": prefix, "message": str(item)} for item in detail)
+        else:
+            for index, item in enumerate(detail):
+                if item:
+                    out.extend(flatten_details(item, f"{prefix}[{index}]" if prefix else f"[{index}]"))
+    else:
+        out.append({"field": prefix, "message": str(detail)})
+    return out
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, DomainError):
+        return Response(
+            envelope(exc.message, status_code=exc.status, type_=exc.type, details=exc.details),
+            status=exc.status,
+        )
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    if isinstance(exc, exceptions.ValidationError):
+        details = flatten_details(exc.detail)
+        first = details[0] if details else {"field": "", "message": "Invalid request"}
+        message = (
+            f"Invalid request: {first['field']}: {first['message']}"
+            if first["field"]
+            else f"Invalid request: {first['message']}"
+        )
+        return Response(envelope(message, status_code=400, details=details), status=400)
+    if isinstance(exc, exceptions.APIException):
+        headers = {}
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(exc.wait))
+        detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        return Response(
+            envelope(str(detail), status_code=exc.status_code), status=exc.status_code, headers=headers
+        )
+    view = context.get("view")
+    logger.exception("unhandled error in %s", type(view).__name__ if view else "api")
+    return Response(
+        envelope("Internal server error", status_code=500, type_="api_error"),
+        status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+    )
+
+
+def json_error(message: str, *, status_code: int, details=None) -> JsonResponse:
+    """The same envelope for plain Django views (404/500 handlers, middleware)."""
+    return JsonResponse(envelope(message, status_code=status_code, details=details), status=status_code)

@@ -1,0 +1,42 @@
+"""A JSON parser that bounds the body size and rejects what ``json`` lets through."""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from rest_framework import exceptions, parsers
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = 413
+    default_detail = "Request body too large"
+    default_code = "payload_too_large"
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class BoundedJSONParser(parsers.JSONParser):
+    """Reads at most ``OMNIROUTE_MAX_BODY_BYTES`` (413 beyond), refuses NaN/Infinity.
+
+    DRF reads the raw stream, which bypasses Django's DATA_UPLOAD_MAX_MEMORY_SIZE,
+    so the limit is enforced here.
+    """
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = settings.OMNIROUTE_MAX_BODY_BYTES
+        request = (parser_context or {}).get("request")
+        declared = request.META.get("CONTENT_LENGTH") if request is not None else None
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise PayloadTooLarge(f"Request body exceeds {limit} bytes")
+        if not raw.strip():
+            return {}
+        try:
+            return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise exceptions.ParseError(f"Invalid JSON body: {exc}") from None

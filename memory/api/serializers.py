@@ -1,0 +1,147 @@
+"""Input serializers: every check on client input happens here (validate at the edge)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from rest_framework import serializers
+
+from memory import conf
+from memory.models import MemoryType
+
+
+class StrictSerializer(serializers.Serializer):
+    """Rejects fields it does not declare, and non-object bodies, with a named field."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError(
+                {"non_field_errors": [f"Expected a JSON object, got {type(data).__name__}"]}
+            )
+        errors = {name: ["Unknown field."] for name in sorted(set(data) - set(self.fields))}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            raise serializers.ValidationError({**exc.detail, **errors}) from None
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+
+class ContentField(serializers.CharField):
+    """Memory text: non-blank, at most ``MEMORY_MAX_CONTENT_BYTES`` UTF-8 bytes."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a string.")
+        value = super().to_internal_value(data)
+        if not value.strip():
+            raise serializers.ValidationError("Must not be blank.")
+        limit = settings.MEMORY_MAX_CONTENT_BYTES
+        if len(value.encode("utf-8")) > limit:
+            raise serializers.ValidationError(f"Must be at most {limit} bytes (UTF-8).")
+        return value
+
+
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers and booleans instead of stringifying them."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a string.")
+        return super().to_internal_value(data)
+
+
+class JSONObjectField(serializers.JSONField):
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("Must be a JSON object.")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            raise serializers.ValidationError("Must be true or false.")
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or (isinstance(data, float) and not data.is_integer()):
+            raise serializers.ValidationError("Must be an integer.")
+        if isinstance(data, str):
+            raise serializers.ValidationError("Must be an integer, not a string.")
+        return super().to_internal_value(data)
+
+
+class MemoryFieldsMixin(serializers.Serializer):
+    type = serializers.ChoiceField(choices=MemoryType.choices, required=False)
+    key = StrictCharField(max_length=255, required=False, allow_blank=True, allow_null=True)
+    metadata = JSONObjectField(required=False)
+    expiresAt = serializers.DateTimeField(required=False, allow_null=True)
+    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+
+
+class MemoryCreateSerializer(StrictSerializer, MemoryFieldsMixin):
+    content = ContentField()
+    sessionId = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
+    apiKeyId = StrictCharField(max_length=64, required=False, allow_blank=True, allow_null=True)
+
+
+class MemoryUpdateSerializer(StrictSerializer, MemoryFieldsMixin):
+    content = ContentField(required=False)
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError({"non_field_errors": ["Give at least one field to change."]})
+        return attrs
+
+
+class BulkSerializer(StrictSerializer):
+    memories = serializers.ListField(
+        child=serializers.JSONField(), allow_empty=False, max_length=settings.MEMORY_BULK_MAX_ITEMS
+    )
+
+
+class MemoryListQuerySerializer(serializers.Serializer):
+    page = serializers.IntegerField(required=False, min_value=1, default=1)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
+    offset = serializers.IntegerField(required=False, min_value=0, allow_null=True, default=None)
+    q = serializers.CharField(required=False, allow_blank=True, max_length=1000)
+    apiKeyId = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    type = serializers.ChoiceField(choices=MemoryType.choices, required=False, allow_blank=True)
+    sessionId = serializers.CharField(required=False, allow_blank=True, max_length=200)
+
+
+class ProviderModelField(StrictCharField):
+    """``provider/model`` or null; blank means null."""
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, allow_null=True, allow_blank=True, max_length=300, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        return value.strip() or None
+
+
+class MemorySettingsSerializer(StrictSerializer):
+    enabled = StrictBooleanField(required=False)
+    maxTokens = StrictIntegerField(required=False, min_value=0, max_value=16000)
+    retentionDays = StrictIntegerField(required=False, min_value=1, max_value=365)
+    strategy = serializers.ChoiceField(choices=conf.STRATEGIES, required=False)
+    skillsEnabled = StrictBooleanField(required=False)
+    autoSummarize = StrictBooleanField(required=False)
+    embeddingSource = serializers.ChoiceField(choices=conf.EMBEDDING_SOURCES, required=False)
+    embeddingProviderModel = ProviderModelField()
+    transformersEnabled = StrictBooleanField(required=False)
+    staticEnabled = StrictBooleanField(required=False)
+    rerankEnabled = StrictBooleanField(required=False)
+    rerankProviderModel = ProviderModelField()
+    vectorStore = serializers.ChoiceField(choices=conf.VECTOR_STORES, required=False)
+    primaryBackend = StrictCharField(required=False, max_length=100)
+    fallbackBackends = serializers.ListField(child=StrictCharField(max_length=100), required=False)
+    backendConfigs = serializers.DictField(child=JSONObjectField(), required=False)

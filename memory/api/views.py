@@ -1,0 +1,163 @@
+"""REST views: parse input, call memory's services/selectors, shape the output."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memory import conf, selectors
+from memory.access import Principal
+from memory.api import serializers as s
+from memory.exceptions import PermissionDenied
+from memory.models import TokenScope
+from memory.representation import memory_json
+from memory.services.memories import (
+    MemoryInput,
+    memory_bulk_create,
+    memory_create,
+    memory_delete,
+    memory_update,
+)
+
+
+class MemoryAPIView(APIView):
+    @property
+    def principal(self) -> Principal:
+        return self.request.auth
+
+
+def _input_from(data: dict, owner) -> MemoryInput:
+    return MemoryInput(
+        owner=owner,
+        content=data["content"],
+        key=data.get("key") or None,
+        type=data.get("type") or "factual",
+        session_id=data.get("sessionId") or "",
+        metadata=data.get("metadata") or {},
+        expires_at=data.get("expiresAt"),
+        importance=data.get("importance"),
+    )
+
+
+class MemoryCollectionView(MemoryAPIView):
+    @extend_schema(
+        parameters=[s.MemoryListQuerySerializer],
+        responses={200: dict},
+        operation_id="memory_list",
+        summary="List memories (newest first) with totals",
+    )
+    def get(self, request):
+        query = s.MemoryListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        params = query.validated_data
+        result = selectors.memory_list(
+            principal=self.principal,
+            api_key_id=params.get("apiKeyId") or None,
+            type=params.get("type") or None,
+            session_id=params.get("sessionId") or None,
+            q=params.get("q") or None,
+            page=params["page"],
+            limit=params["limit"],
+            offset=params.get("offset"),
+        )
+        result["data"] = [memory_json(m) for m in result["data"]]
+        result["stats"].update(_cache_stats())
+        return Response(result)
+
+    @extend_schema(request=s.MemoryCreateSerializer, responses={200: dict, 201: dict})
+    def post(self, request):
+        body = s.MemoryCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        owner = self.principal.resolve_owner(data.get("apiKeyId"))
+        memory, created = memory_create(_input_from(data, owner))
+        return Response(
+            {"success": True, "id": str(memory.uuid), "created": created, "memory": memory_json(memory)},
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
+
+
+def _cache_stats() -> dict:
+    """Embedding-cache statistics for ``stats`` (the cache arrives with the embeddings)."""
+    try:
+        from memory.embeddings.runtime import cache_stats
+    except ImportError:
+        return {"hitRate": 0, "cacheStats": {"hits": 0, "misses": 0}}
+    stats = cache_stats()
+    return {"hitRate": stats["hitRate"], "cacheStats": {"hits": stats["hits"], "misses": stats["misses"]}}
+
+
+class MemoryBulkView(MemoryAPIView):
+    @extend_schema(request=s.BulkSerializer, responses={200: dict})
+    def post(self, request):
+        envelope = s.BulkSerializer(data=request.data)
+        envelope.is_valid(raise_exception=True)
+        # One serializer instance validates every item: DRF deep-copies its
+        # fields per instance, which dominated the cost of 10k-item batches.
+        validator = s.MemoryCreateSerializer()
+        errors: dict[str, object] = {}
+        validated = []
+        for index, raw in enumerate(envelope.validated_data["memories"]):
+            try:
+                validated.append(validator.run_validation(raw))
+            except serializers.ValidationError as exc:
+                errors[f"memories[{index}]"] = exc.detail
+        if errors:
+            raise serializers.ValidationError(errors)
+        owners: dict = {}
+        inputs = []
+        for index, data in enumerate(validated):
+            owner_ref = data.get("apiKeyId") or None
+            if owner_ref not in owners:
+                owners[owner_ref] = self.principal.resolve_owner(
+                    owner_ref, field=f"memories[{index}].apiKeyId"
+                )
+            inputs.append(_input_from(data, owners[owner_ref]))
+        return Response(memory_bulk_create(inputs))
+
+
+class MemoryDetailView(MemoryAPIView):
+    @extend_schema(responses={200: dict}, operation_id="memory_get")
+    def get(self, request, memory_id):
+        memory = selectors.memory_get(principal=self.principal, memory_id=memory_id)
+        return Response({"memory": memory_json(memory)})
+
+    @extend_schema(request=s.MemoryUpdateSerializer, responses={200: dict})
+    def put(self, request, memory_id):
+        body = s.MemoryUpdateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        memory = selectors.memory_get(principal=self.principal, memory_id=memory_id)
+        names = {"expiresAt": "expires_at"}
+        changes = {names.get(k, k): v for k, v in body.validated_data.items()}
+        memory = memory_update(memory, **changes)
+        return Response({"success": True, "memory": memory_json(memory)})
+
+    patch = put
+
+    @extend_schema(responses={200: dict})
+    def delete(self, request, memory_id):
+        memory = selectors.memory_get(principal=self.principal, memory_id=memory_id)
+        memory_delete(memory)
+        return Response({"success": True})
+
+
+class MemorySettingsView(MemoryAPIView):
+    required_scopes = {"PUT": TokenScope.ADMIN, "PATCH": TokenScope.ADMIN}
+
+    @extend_schema(responses={200: dict})
+    def get(self, request):
+        return Response(conf.get_memory_settings().as_dict())
+
+    @extend_schema(request=s.MemorySettingsSerializer, responses={200: dict})
+    def put(self, request):
+        if not self.principal.is_global:
+            raise PermissionDenied("Settings are global: a token bound to API keys cannot change them")
+        body = s.MemorySettingsSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return Response(conf.update_memory_settings(dict(body.validated_data)).as_dict())
+
+    patch = put
+
+

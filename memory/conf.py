@@ -1,0 +1,183 @@
+"""Typed runtime settings: stored in the database, defaulting to the environment.
+
+Read through :func:`get_memory_settings` (cached for
+``MEMORY_SETTINGS_CACHE_SECONDS`` and invalidated on every write made in this
+process; other processes see a write within that time). Values read back from
+the database are normalised as in the reference §6.1 and never raise: junk
+falls back to the default.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+STRATEGIES = ("recent", "semantic", "hybrid")
+EMBEDDING_SOURCES = ("remote", "static", "transformers", "auto")
+VECTOR_STORES = ("sqlite-vec", "qdrant", "auto")
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    """The operator-facing memory settings (API field names, as in the reference)."""
+
+    enabled: bool = False
+    maxTokens: int = 2000
+    retentionDays: int = 30
+    strategy: str = "hybrid"
+    skillsEnabled: bool = True
+    autoSummarize: bool = False
+    embeddingSource: str = "auto"
+    embeddingProviderModel: str | None = None
+    transformersEnabled: bool = False
+    staticEnabled: bool = False
+    rerankEnabled: bool = False
+    rerankProviderModel: str | None = None
+    vectorStore: str = "auto"
+    primaryBackend: str = "sqlite"
+    fallbackBackends: list[str] = field(default_factory=list)
+    backendConfigs: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def retrieval_strategy(self) -> str:
+        """The internal strategy name: the UI's "recent" is "exact"."""
+        return "exact" if self.strategy == "recent" else self.strategy
+
+    @property
+    def injection_enabled(self) -> bool:
+        return self.enabled and self.maxTokens > 0
+
+
+def env_defaults() -> MemorySettings:
+    return MemorySettings(
+        enabled=settings.MEMORY_ENABLED,
+        maxTokens=settings.MEMORY_MAX_TOKENS,
+        retentionDays=settings.MEMORY_RETENTION_DAYS,
+        strategy=settings.MEMORY_STRATEGY,
+        embeddingSource=settings.MEMORY_EMBEDDING_SOURCE,
+        vectorStore=settings.MEMORY_VECTOR_STORE,
+    )
+
+
+def _bool(value, default):
+    return value if isinstance(value, bool) else default
+
+
+def _clamp(lo, hi):
+    def normalise(value, default):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            return default
+        if value in (float("inf"), float("-inf")):
+            return default
+        return max(lo, min(hi, int(round(value))))
+
+    return normalise
+
+
+def _choice(choices):
+    def normalise(value, default):
+        return value if value in choices else default
+
+    return normalise
+
+
+def _model_name(value, default):
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _string(value, default):
+    return value if isinstance(value, str) and value else default
+
+
+def _string_list(value, default):
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else default
+
+
+def _object(value, default):
+    return value if isinstance(value, dict) else default
+
+
+NORMALISERS = {
+    "enabled": _bool,
+    "maxTokens": _clamp(0, 16000),
+    "retentionDays": _clamp(1, 365),
+    "strategy": _choice(STRATEGIES),
+    "skillsEnabled": _bool,
+    "autoSummarize": _bool,
+    "embeddingSource": _choice(EMBEDDING_SOURCES),
+    "embeddingProviderModel": _model_name,
+    "transformersEnabled": _bool,
+    "staticEnabled": _bool,
+    "rerankEnabled": _bool,
+    "rerankProviderModel": _model_name,
+    "vectorStore": _choice(VECTOR_STORES),
+    "primaryBackend": _string,
+    "fallbackBackends": _string_list,
+    "backendConfigs": _object,
+}
+SETTING_FIELDS = tuple(f.name for f in fields(MemorySettings))
+PREFIX = "memory."
+
+_lock = threading.Lock()
+_cached: tuple[float, MemorySettings] | None = None
+
+
+def normalise(raw: dict[str, Any], defaults: MemorySettings | None = None) -> MemorySettings:
+    """Overlay the known keys of ``raw`` on ``defaults``, normalising each value."""
+    base = defaults or env_defaults()
+    values = {}
+    for name in SETTING_FIELDS:
+        default = getattr(base, name)
+        values[name] = NORMALISERS[name](raw[name], default) if name in raw else default
+    return MemorySettings(**values)
+
+
+def get_memory_settings() -> MemorySettings:
+    """Return the current settings (cached; see the module docstring)."""
+    global _cached
+    now = time.monotonic()
+    with _lock:
+        if _cached is not None and now - _cached[0] < settings.MEMORY_SETTINGS_CACHE_SECONDS:
+            return _cached[1]
+    from memory.models import Setting
+
+    raw = {
+        row.key.removeprefix(PREFIX): row.value
+        for row in Setting.objects.filter(key__startswith=PREFIX)
+    }
+    current = normalise(raw)
+    with _lock:
+        _cached = (now, current)
+    return current
+
+
+def invalidate_memory_settings_cache() -> None:
+    global _cached
+    with _lock:
+        _cached = None
+
+
+@transaction.atomic
+def update_memory_settings(changes: dict[str, Any]) -> MemorySettings:
+    """Store the given (already validated) fields and return the new settings.
+
+    Only the keys present in ``changes`` are written; explicit ``None`` is kept.
+    """
+    from memory.models import Setting
+
+    unknown = set(changes) - set(SETTING_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown settings: {sorted(unknown)}")
+    for name, value in changes.items():
+        Setting.objects.update_or_create(key=PREFIX + name, defaults={"value": value})
+    transaction.on_commit(invalidate_memory_settings_cache)
+    invalidate_memory_settings_cache()
+    return get_memory_settings()

@@ -1,0 +1,38 @@
+"""First-start setup for `make run`: an admin user and a first API key + token.
+
+Idempotent: does nothing when a superuser already exists. Credentials are
+written to <data dir>/first-run-credentials.txt (mode 600) and printed once.
+"""
+
+import secrets
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from memory.models import ApiKey, ManagementToken, TokenScope
+
+
+class Command(BaseCommand):
+    help = "Create the first admin user, API key and admin token if none exist."
+
+    def handle(self, *args, **options):
+        User = get_user_model()
+        if User.objects.filter(is_superuser=True).exists():
+            self.stdout.write("Admin user exists; nothing to bootstrap.")
+            return
+        password = secrets.token_urlsafe(12)
+        User.objects.create_superuser("admin", "", password)
+        key, key_secret = ApiKey.issue(name="default")
+        token, token_secret = ManagementToken.issue(name="bootstrap-admin", scope=TokenScope.ADMIN)
+        lines = [
+            "OmniRoute Memory — first-run credentials (shown once)",
+            "Studio:  http://HOST:PORT/dashboard/memory  user=admin  password=" + password,
+            f"API key (gateway, owner id {key.pk}): {key_secret}",
+            f"Management token (admin, global): {token_secret}",
+        ]
+        path = settings.DATA_DIR / "first-run-credentials.txt"
+        path.write_text("\n".join(lines) + "\n")
+        path.chmod(0o600)
+        self.stdout.write("\n".join(lines))
+        self.stdout.write(f"(also saved to {path})")

@@ -1,0 +1,31 @@
+import uuid
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memory.models import ApiKey, ManagementToken, TokenScope
+
+
+class Command(BaseCommand):
+    help = (
+        "Create a management token for /api/*. Without --owner it is global. "
+        "Prints id=<id>, then the secret alone."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--name", required=True)
+        parser.add_argument("--scope", choices=[s.value for s in TokenScope], default="read")
+        parser.add_argument("--owner", action="append", default=[], help="API key id (repeatable)")
+
+    def handle(self, *args, name, scope, owner, **options):
+        if not name.strip():
+            raise CommandError("--name must not be blank")
+        owners = []
+        for raw in owner:
+            try:
+                owners.append(ApiKey.objects.get(pk=uuid.UUID(raw)))
+            except (ValueError, ApiKey.DoesNotExist):
+                raise CommandError(f"--owner {raw!r} is not an existing API key id") from None
+        token, secret = ManagementToken.issue(name=name.strip(), scope=scope, owners=owners)
+        self.stdout.write(f"id={token.pk}")
+        self.stderr.write("The secret is shown once; store it now.")
+        self.stdout.write(secret)

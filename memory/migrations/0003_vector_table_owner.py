@@ -1,0 +1,26 @@
+"""Hand the runtime-managed vector table to the migration graph for teardown.
+
+``memory_vec`` (sqlite-vec) is created and rebuilt by
+``memory.vectorstores.sqlite_vec`` from the embedding signature, not here: its
+dimension is only known once an embedding source has answered. Reversing this
+migration drops it and its trigger so that migrating back to zero leaves no
+table behind.
+"""
+
+from django.db import migrations
+
+
+class Migration(migrations.Migration):
+    dependencies = [("memory", "0002_fts")]
+
+    operations = [
+        migrations.RunSQL(
+            migrations.RunSQL.noop,
+            reverse_sql=[
+                "DROP TRIGGER IF EXISTS memory_vec_ad",
+                "DROP TABLE IF EXISTS memory_vec",
+                "UPDATE memory_vec_meta SET active_dim = NULL, embedding_signature = NULL, "
+                "vec_loaded = 0",
+            ],
+        )
+    ]

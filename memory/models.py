@@ -1,0 +1,220 @@
+"""The memory domain's tables.
+
+The integer primary key of ``Memory`` (``seq``) is the rowid that the FTS5
+table (``memory_fts``, external content) and the sqlite-vec table
+(``memory_vec``) use, so the three never need a mapping column (the
+original's ``memory_id`` mirror was never filled on insert: reference B1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class MemoryType(models.TextChoices):
+    FACTUAL = "factual"
+    EPISODIC = "episodic"
+    PROCEDURAL = "procedural"
+    SEMANTIC = "semantic"
+    SHORT_TERM = "short_term"
+    LONG_TERM = "long_term"
+    ENTITY = "entity"
+
+
+def hash_secret(secret: str) -> str:
+    """SHA-256 of a generated secret. The secrets carry 256 bits of entropy, so a
+    fast hash is enough (there is nothing to brute-force) and lookups stay indexed."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class ApiKey(models.Model):
+    """A client key for the gateway; its ``id`` is the memory owner (``apiKeyId``).
+
+    The secret (``sk-omr-…``) is shown once by :meth:`issue` and stored only as
+    a hash. A revoked key authenticates nowhere; its memories stay until the
+    key is deleted (which deletes them, FTS and vectors included).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    prefix = models.CharField(max_length=16, editable=False)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    allow_global_scope = models.BooleanField(
+        default=False, help_text="Allow this key's chats to retrieve every owner's memories."
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name", "created_at"]
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    @classmethod
+    def issue(cls, *, name: str, **fields) -> tuple[ApiKey, str]:
+        """Create a key and return it with its secret, which is not stored."""
+        secret = "sk-omr-" + secrets.token_urlsafe(32)
+        key = cls.objects.create(
+            name=name, prefix=secret[:12], key_hash=hash_secret(secret), **fields
+        )
+        return key, secret
+
+
+class TokenScope(models.TextChoices):
+    READ = "read"
+    WRITE = "write"
+    ADMIN = "admin"
+
+
+SCOPE_RANK = {TokenScope.READ: 1, TokenScope.WRITE: 2, TokenScope.ADMIN: 3}
+
+
+class ManagementToken(models.Model):
+    """A bearer token for ``/api/*`` and the MCP tools.
+
+    ``scope`` is cumulative (write ⊃ read, admin ⊃ write). A token with no
+    ``owners`` is global; a token bound to owners never reaches any other
+    owner's memories, on any route.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    prefix = models.CharField(max_length=16, editable=False)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    scope = models.CharField(max_length=8, choices=TokenScope.choices, default=TokenScope.READ)
+    owners = models.ManyToManyField(ApiKey, blank=True, related_name="management_tokens")
+    created_at = models.DateTimeField(default=timezone.now)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name", "created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} [{self.scope}] ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+    def has_scope(self, needed: str) -> bool:
+        return SCOPE_RANK[TokenScope(self.scope)] >= SCOPE_RANK[TokenScope(needed)]
+
+    @classmethod
+    def issue(cls, *, name: str, scope: str = TokenScope.READ, owners=()) -> tuple[ManagementToken, str]:
+        """Create a token and return it with its secret, which is not stored."""
+        secret = "omt_" + secrets.token_urlsafe(32)
+        token = cls.objects.create(
+            name=name, scope=scope, prefix=secret[:10], token_hash=hash_secret(secret)
+        )
+        if owners:
+            token.owners.set(owners)
+        return token, secret
+
+
+class Memory(models.Model):
+    """One remembered fact of one owner.
+
+    Contract: ``owner`` is always set. ``key`` is ``NULL`` or unique per owner
+    (enforced by a partial unique constraint, so concurrent upserts cannot
+    create duplicates). ``needs_reindex`` is true while the vector is missing or
+    stale. Rows whose ``expires_at`` has passed are never returned by any read.
+    """
+
+    seq = models.BigAutoField(primary_key=True)
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    owner = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="memories")
+    session_id = models.CharField(max_length=200, blank=True, default="")
+    type = models.CharField(max_length=16, choices=MemoryType.choices, default=MemoryType.FACTUAL)
+    key = models.CharField(max_length=255, null=True, blank=True)
+    content = models.TextField()
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    needs_reindex = models.BooleanField(default=True)
+    access_count = models.PositiveIntegerField(default=0)
+    last_accessed_at = models.DateTimeField(null=True, blank=True)
+    importance = models.FloatField(default=0.5)
+
+    class Meta:
+        db_table = "memories"
+        ordering = ["-created_at", "-seq"]
+        verbose_name_plural = "memories"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "key"], condition=Q(key__isnull=False), name="memory_owner_key_uniq"
+            ),
+            models.CheckConstraint(
+                condition=Q(importance__gte=0) & Q(importance__lte=1), name="memory_importance_0_1"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["owner", "-created_at"], name="memory_owner_created"),
+            models.Index(fields=["owner", "session_id"], name="memory_owner_session"),
+            models.Index(fields=["expires_at"], name="memory_expires"),
+            models.Index(
+                fields=["needs_reindex"], condition=Q(needs_reindex=True), name="memory_needs_reindex"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key or self.uuid}: {self.content[:60]}"
+
+
+class VectorMeta(models.Model):
+    """Singleton (id = 1) describing the live ``memory_vec`` table.
+
+    ``embedding_signature`` is ``source:model:dim`` with ``:int8`` appended for
+    an int8 table; a different signature means the table must be rebuilt and
+    every memory re-embedded.
+    """
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    active_dim = models.PositiveIntegerField(null=True, blank=True)
+    embedding_signature = models.CharField(max_length=300, null=True, blank=True)
+    last_reset_at = models.DateTimeField(null=True, blank=True)
+    vec_loaded = models.BooleanField(default=False)
+
+    class Meta:
+        db_table = "memory_vec_meta"
+        constraints = [models.CheckConstraint(condition=Q(id=1), name="memory_vec_meta_singleton")]
+
+    def __str__(self) -> str:
+        return self.embedding_signature or "no vector table"
+
+    @classmethod
+    def load(cls) -> VectorMeta:
+        meta, _ = cls.objects.get_or_create(id=1)
+        return meta
+
+
+class Setting(models.Model):
+    """A runtime setting stored in the database (JSON value), overriding the env default.
+
+    Read only through ``memory.conf.get_memory_settings()``; written only through
+    ``memory.conf.update_memory_settings()`` which invalidates the cache.
+    """
+
+    key = models.CharField(max_length=100, primary_key=True)
+    value = models.JSONField(null=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "memory_settings"
+
+    def __str__(self) -> str:
+        return self.key

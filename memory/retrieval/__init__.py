@@ -1,0 +1,1 @@
+"""Retrieval: strategies, tiers, ranking and the token budget (pure parts and the engine)."""

@@ -1,0 +1,105 @@
+"""The read side: every query that returns memories goes through here.
+
+Every selector takes a :class:`~memory.access.Principal` and never returns a
+row of an owner the principal cannot reach, nor an expired row.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+from django.db.models import Count, F, IntegerField, Q, QuerySet, Sum
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from memory.access import Principal
+from memory.exceptions import NotFound, ValidationFailed
+from memory.models import Memory
+
+
+def live_memories(*, now=None) -> QuerySet[Memory]:
+    """Memories that have not expired (the base of every read)."""
+    now = now or timezone.now()
+    return Memory.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+
+
+def visible_memories(*, principal: Principal, owner_ids=None) -> QuerySet[Memory]:
+    """Live memories limited to ``owner_ids`` (already checked against the principal)
+    or, when ``None``, to everything the principal may reach."""
+    qs = live_memories()
+    limit = owner_ids if owner_ids is not None else principal.owner_ids
+    if limit is not None:
+        qs = qs.filter(owner_id__in=list(limit))
+    return qs
+
+
+def parse_memory_id(value) -> uuid.UUID:
+    try:
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    except (ValueError, TypeError, AttributeError):
+        raise ValidationFailed("id must be a UUID", field="id") from None
+
+
+def memory_get(*, principal: Principal, memory_id) -> Memory:
+    """Return one visible memory; ``NotFound`` for unknown, expired or unreachable ids."""
+    memory_uuid = parse_memory_id(memory_id)
+    try:
+        return visible_memories(principal=principal).select_related(None).get(uuid=memory_uuid)
+    except Memory.DoesNotExist:
+        raise NotFound("Memory not found", field="id") from None
+
+
+def tokens_used(qs: QuerySet[Memory]) -> int:
+    """Σ floor((len(content) + 3) / 4) per row, as the reference's SQL aggregate."""
+    expr = (Length("content") + 3) / 4
+    total = qs.aggregate(total=Sum(expr, output_field=IntegerField()))["total"]
+    return int(total or 0)
+
+
+def memory_list(
+    *,
+    principal: Principal,
+    api_key_id=None,
+    type: str | None = None,
+    session_id: str | None = None,
+    q: str | None = None,
+    page: int = 1,
+    limit: int = 50,
+    offset: int | None = None,
+) -> dict:
+    """A page of memories, newest first, with totals over all pages.
+
+    ``offset`` wins over ``page``; the reported page is then
+    ``offset // limit + 1``. ``stats.tokensUsed`` covers the owner filter only
+    (not type, session or q), as in the reference.
+    """
+    owner_ids = principal.owner_filter(api_key_id)
+    base = visible_memories(principal=principal, owner_ids=owner_ids)
+    qs = base
+    if type:
+        qs = qs.filter(type=type)
+    if session_id:
+        qs = qs.filter(session_id=session_id)
+    if q and q.strip():
+        needle = q.strip()
+        qs = qs.filter(Q(content__icontains=needle) | Q(key__icontains=needle))
+    if offset is not None:
+        start = max(0, offset)
+        page = start // limit + 1
+    else:
+        start = (page - 1) * limit
+    by_type = {
+        row["type"]: row["n"]
+        for row in qs.order_by().values("type").annotate(n=Count("seq")).order_by("type")
+    }
+    total = sum(by_type.values())
+    rows = list(qs.order_by(F("created_at").desc(), F("seq").desc())[start : start + limit])
+    return {
+        "data": rows,
+        "total": total,
+        "page": page,
+        "limit": limit,
+        "totalPages": math.ceil(total / limit) if limit else 0,
+        "stats": {"total": total, "byType": by_type, "tokensUsed": tokens_used(base)},
+    }

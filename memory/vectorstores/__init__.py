@@ -1,0 +1,1 @@
+"""Vector stores: where memory embeddings live and are searched (base.py: the contract)."""

@@ -1,0 +1,1 @@
+"""The project's SQLite database backend (``ENGINE = "omniroute.db"``)."""

@@ -1,0 +1,219 @@
+"""Django settings for OmniRoute Memory.
+
+Every knob is an environment variable read through the typed helpers in
+``omniroute.env``; each one is listed with its default in ``.env.example``.
+A fresh clone runs with none of them set.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from omniroute.env import envbool, envchoice, envint, envlist, envstr
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+DATA_DIR = Path(envstr("OMNIROUTE_DATA_DIR", str(BASE_DIR / "data"))).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    # A fresh clone must run without configuration, yet never with a key that is
+    # the same for everybody: generate one per data directory and keep it there.
+    configured = envstr("OMNIROUTE_SECRET_KEY")
+    if configured:
+        return configured
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = envbool("OMNIROUTE_DEBUG", False)
+ALLOWED_HOSTS = envlist("OMNIROUTE_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = envlist("OMNIROUTE_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_htmx",
+    "channels",
+    "huey.contrib.djhuey",
+    "memory",
+    "gateway",
+    "dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "omniroute.urls"
+WSGI_APPLICATION = "omniroute.wsgi.application"
+ASGI_APPLICATION = "omniroute.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# The embedded default: SQLite through our backend (extension loading, FTS5,
+# sqlite-vec, WAL, IMMEDIATE write transactions). See omniroute/db/base.py.
+DATABASES = {
+    "default": {
+        "ENGINE": "omniroute.db",
+        "NAME": envstr("OMNIROUTE_DB_PATH", str(DATA_DIR / "omniroute.sqlite3")),
+        "OPTIONS": {
+            "timeout": envint("OMNIROUTE_DB_BUSY_TIMEOUT_MS", 5000, minimum=0) / 1000,
+            "transaction_mode": "IMMEDIATE",
+        },
+        "TEST": {"NAME": envstr("OMNIROUTE_TEST_DB_PATH", "") or None},
+    }
+}
+SQLITE_MMAP_SIZE = envint("OMNIROUTE_SQLITE_MMAP_SIZE", 268435456, minimum=0)
+# Test seam (as in the reference): run without sqlite-vec.
+VECTOR_STORE_DISABLE_VEC = envbool("VECTOR_STORE_DISABLE_VEC", False)
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+LOGIN_URL = "/admin/login/"
+LOGIN_REDIRECT_URL = "/dashboard/memory"
+
+# Request bodies: one limit for every JSON route (413 above it).
+OMNIROUTE_MAX_BODY_BYTES = envint("OMNIROUTE_MAX_BODY_BYTES", 32 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = OMNIROUTE_MAX_BODY_BYTES
+MEMORY_MAX_CONTENT_BYTES = envint("MEMORY_MAX_CONTENT_BYTES", 64 * 1024, minimum=16)
+MEMORY_BULK_MAX_ITEMS = envint("MEMORY_BULK_MAX_ITEMS", 10_000, minimum=1)
+
+# Defaults of the DB-stored runtime settings (memory/conf.py); the Studio and
+# PUT /api/settings/memory override them.
+MEMORY_ENABLED = envbool("MEMORY_ENABLED", False)
+MEMORY_MAX_TOKENS = envint("MEMORY_MAX_TOKENS", 2000, minimum=0, maximum=16000)
+MEMORY_RETENTION_DAYS = envint("MEMORY_RETENTION_DAYS", 30, minimum=1, maximum=365)
+MEMORY_STRATEGY = envchoice("MEMORY_STRATEGY", "hybrid", ("recent", "semantic", "hybrid"))
+MEMORY_EMBEDDING_SOURCE = envchoice(
+    "MEMORY_EMBEDDING_SOURCE", "auto", ("remote", "static", "transformers", "auto")
+)
+MEMORY_VECTOR_STORE = envchoice("MEMORY_VECTOR_STORE", "auto", ("sqlite-vec", "qdrant", "auto"))
+MEMORY_VEC_QUANTIZATION = envchoice("MEMORY_VEC_QUANTIZATION", "none", ("none", "int8"))
+MEMORY_VEC_TOP_K = envint("MEMORY_VEC_TOP_K", 20, minimum=1, maximum=1000)
+MEMORY_VEC_CHUNK_SIZE = envint("MEMORY_VEC_CHUNK_SIZE", 64, minimum=8)
+MEMORY_RRF_K = envint("MEMORY_RRF_K", 60, minimum=1)
+MEMORY_EMBEDDING_CACHE_MAX = envint("MEMORY_EMBEDDING_CACHE_MAX", 1000, minimum=0)
+MEMORY_EMBEDDING_CACHE_TTL_MS = envint("MEMORY_EMBEDDING_CACHE_TTL_MS", 300_000, minimum=0)
+MEMORY_MODELS_DIR = Path(envstr("MEMORY_MODELS_DIR", str(DATA_DIR / "models")))
+MEMORY_SETTINGS_CACHE_SECONDS = envint("MEMORY_SETTINGS_CACHE_SECONDS", 2, minimum=0)
+
+# Upstream LLM provider seeded into the database on first start (gateway/).
+UPSTREAM_BASE_URL = envstr("UPSTREAM_BASE_URL", "")
+UPSTREAM_API_KEY = envstr("UPSTREAM_API_KEY", "")
+UPSTREAM_TIMEOUT_SECONDS = envint("UPSTREAM_TIMEOUT_SECONDS", 120, minimum=1)
+
+# Background jobs. SQLite file by default (no extra server); Redis when REDIS_URL is set.
+REDIS_URL = envstr("REDIS_URL", "")
+HUEY_IMMEDIATE = envbool("HUEY_IMMEDIATE", False)
+if REDIS_URL:
+    HUEY = {
+        "huey_class": "huey.RedisHuey",
+        "name": "omniroute",
+        "url": REDIS_URL,
+        "immediate": HUEY_IMMEDIATE,
+    }
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    HUEY = {
+        "huey_class": "huey.SqliteHuey",
+        "name": "omniroute",
+        "filename": str(DATA_DIR / "huey.sqlite3"),
+        "immediate": HUEY_IMMEDIATE,
+    }
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "memory.api.auth.ManagementTokenAuthentication",
+        "memory.api.auth.StaffSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["memory.api.auth.HasScope"],
+    "DEFAULT_PARSER_CLASSES": ["memory.api.parsers.BoundedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "memory.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "OmniRoute Memory API",
+    "DESCRIPTION": "Persistent per-API-key memory for LLM applications.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+LOG_LEVEL = envchoice("OMNIROUTE_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR"))
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        "memory": {"level": LOG_LEVEL},
+        "gateway": {"level": LOG_LEVEL},
+        "dashboard": {"level": LOG_LEVEL},
+        "huey": {"level": "INFO"},
+    },
+}

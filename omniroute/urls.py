@@ -1,0 +1,36 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/", include("memory.api.urls")),
+]
+
+JSON_PREFIXES = ("/api/", "/v1/", "/mcp")
+
+
+def _wants_json(request) -> bool:
+    return request.path.startswith(JSON_PREFIXES)
+
+
+def handler404(request, exception=None):
+    from django.views.defaults import page_not_found
+
+    from memory.api.errors import json_error
+
+    if _wants_json(request):
+        return json_error(f"No route for {request.path}", status_code=404)
+    return page_not_found(request, exception)
+
+
+def handler500(request):
+    from django.views.defaults import server_error
+
+    from memory.api.errors import json_error
+
+    if _wants_json(request):
+        return json_error("Internal server error", status_code=500)
+    return server_error(request)

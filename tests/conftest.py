@@ -1,0 +1,74 @@
+"""Shared fixtures: named personas (owners), tokens and an API client."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from rest_framework.test import APIClient
+
+from memory.models import ApiKey, ManagementToken
+
+
+class Api:
+    """A thin JSON client for /api/* with a bearer token."""
+
+    def __init__(self, secret: str | None):
+        self.client = APIClient()
+        if secret:
+            self.client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+
+    def _send(self, method: str, path: str, body=None, raw: bytes | str | None = None, **extra):
+        kwargs = {}
+        if raw is not None:
+            kwargs = {"data": raw, "content_type": "application/json"}
+        elif body is not None:
+            kwargs = {"data": json.dumps(body), "content_type": "application/json"}
+        return getattr(self.client, method)(path, **kwargs, **extra)
+
+    def get(self, path, params=None):
+        return self.client.get(path, params or {})
+
+    def post(self, path, body=None, raw=None, **extra):
+        return self._send("post", path, body, raw, **extra)
+
+    def put(self, path, body=None, raw=None):
+        return self._send("put", path, body, raw)
+
+    def delete(self, path):
+        return self.client.delete(path)
+
+
+@pytest.fixture
+def alice(db) -> ApiKey:
+    return ApiKey.issue(name="alice")[0]
+
+
+@pytest.fixture
+def bob(db) -> ApiKey:
+    return ApiKey.issue(name="bob")[0]
+
+
+def _token(scope: str, owners=()):
+    return ManagementToken.issue(name=f"{scope}-token", scope=scope, owners=owners)[1]
+
+
+@pytest.fixture
+def admin_api(db) -> Api:
+    return Api(_token("admin"))
+
+
+@pytest.fixture
+def read_api(db) -> Api:
+    return Api(_token("read"))
+
+
+@pytest.fixture
+def alice_api(alice) -> Api:
+    """A write token bound to alice only."""
+    return Api(_token("write", owners=[alice]))
+
+
+@pytest.fixture
+def anon_api(db) -> Api:
+    return Api(None)

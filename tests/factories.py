@@ -1,0 +1,48 @@
+"""Test data builders and a deterministic embedder for vector-table tests."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+import numpy as np
+from django.utils import timezone
+
+from memory.models import ApiKey, Memory
+from memory.services.memories import MemoryInput, memory_create
+
+
+def make_memory(owner: ApiKey, content: str = "I prefer dark mode", **fields) -> Memory:
+    created_at = fields.pop("created_at", None)
+    memory, _ = memory_create(MemoryInput(owner=owner, content=content, **fields))
+    if created_at is not None:
+        Memory.objects.filter(seq=memory.seq).update(created_at=created_at)
+        memory.refresh_from_db()
+    return memory
+
+
+def expired(minutes: int = 1):
+    return timezone.now() - timedelta(minutes=minutes)
+
+
+def hash_embed(text: str, dim: int = 8) -> np.ndarray:
+    """A deterministic, unit-length pseudo-embedding (not semantic: for table tests only)."""
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+    vector = np.random.default_rng(seed).standard_normal(dim).astype(np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def fts_rowids() -> set[int]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT rowid FROM memory_fts")
+        return {row[0] for row in cursor.fetchall()}
+
+
+def fts_match(query: str) -> set[int]:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT rowid FROM memory_fts WHERE memory_fts MATCH %s", [query])
+        return {row[0] for row in cursor.fetchall()}

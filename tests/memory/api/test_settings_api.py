@@ -1,0 +1,71 @@
+"""/api/settings/memory: DB-stored settings over env defaults."""
+
+import pytest
+
+from memory import conf
+from memory.models import Setting
+
+pytestmark = pytest.mark.django_db
+
+
+def test_defaults_match_the_reference(read_api):
+    body = read_api.get("/api/settings/memory").json()
+    assert body["enabled"] is False and body["skillsEnabled"] is True
+    assert (body["maxTokens"], body["retentionDays"], body["strategy"]) == (2000, 30, "hybrid")
+    assert (body["embeddingSource"], body["embeddingProviderModel"], body["vectorStore"]) == ("auto", None, "auto")
+
+
+def test_put_writes_and_returns_the_normalised_settings(admin_api):
+    r = admin_api.put(
+        "/api/settings/memory",
+        {"enabled": True, "maxTokens": 4096, "retentionDays": 21, "strategy": "recent", "embeddingProviderModel": ""},
+    )
+    assert r.status_code == 200
+    body = r.json()
+    assert (body["enabled"], body["maxTokens"], body["retentionDays"], body["strategy"]) == (True, 4096, 21, "recent")
+    assert body["embeddingProviderModel"] is None
+    assert conf.get_memory_settings().retrieval_strategy == "exact"
+    assert admin_api.get("/api/settings/memory").json()["maxTokens"] == 4096
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"maxTokens": 16001}, "maxTokens"),
+        ({"maxTokens": "100"}, "maxTokens"),
+        ({"retentionDays": 0}, "retentionDays"),
+        ({"enabled": "yes"}, "enabled"),
+        ({"strategy": "unsupported"}, "strategy"),
+        ({"embeddingSource": "magic"}, "embeddingSource"),
+        ({"surprise": 1}, "surprise"),
+    ],
+)
+def test_put_rejects_bad_values(admin_api, body, field):
+    r = admin_api.put("/api/settings/memory", body)
+    assert r.status_code == 400
+    assert [d["field"] for d in r.json()["error"]["details"]] == [field]
+
+
+def test_junk_in_the_database_reads_back_as_defaults(db):
+    Setting.objects.create(key="memory.enabled", value="yes")
+    Setting.objects.create(key="memory.maxTokens", value=20001)
+    Setting.objects.create(key="memory.retentionDays", value=999)
+    Setting.objects.create(key="memory.strategy", value="unsupported")
+    current = conf.get_memory_settings()
+    assert (current.enabled, current.maxTokens, current.retentionDays, current.strategy) == (
+        False,
+        16000,
+        365,
+        "hybrid",
+    )
+
+
+def test_changing_settings_needs_a_global_admin(read_api, alice_api):
+    assert read_api.put("/api/settings/memory", {"enabled": True}).status_code == 403
+    assert alice_api.put("/api/settings/memory", {"enabled": True}).status_code == 403
+
+
+def test_env_gives_the_defaults(db, settings):
+    settings.MEMORY_MAX_TOKENS = 123
+    conf.invalidate_memory_settings_cache()
+    assert conf.get_memory_settings().maxTokens == 123

@@ -1,0 +1,46 @@
+"""create_api_key / create_management_token print id=… then the secret alone on the last line."""
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from memory.models import ApiKey, ManagementToken, hash_secret
+
+pytestmark = pytest.mark.django_db
+
+
+def run(*args) -> list[str]:
+    out = io.StringIO()
+    call_command(*args, stdout=out, stderr=io.StringIO())
+    return out.getvalue().strip().splitlines()
+
+
+def test_create_api_key_prints_the_id_and_the_secret_once():
+    lines = run("create_api_key", "--name", "laptop")
+    assert lines[0].startswith("id=") and len(lines) == 2
+    key = ApiKey.objects.get(pk=lines[0].removeprefix("id="))
+    assert key.key_hash == hash_secret(lines[-1]) and lines[-1].startswith("sk-omr-")
+    assert lines[-1] not in (key.key_hash, key.prefix)
+
+
+def test_create_management_token_binds_owners_and_scope():
+    key_id = run("create_api_key", "--name", "a")[0].removeprefix("id=")
+    lines = run("create_management_token", "--name", "ci", "--scope", "write", "--owner", key_id)
+    token = ManagementToken.objects.get(pk=lines[0].removeprefix("id="))
+    assert token.scope == "write"
+    assert [str(pk) for pk in token.owners.values_list("pk", flat=True)] == [key_id]
+    assert token.token_hash == hash_secret(lines[-1])
+
+
+def test_an_unknown_owner_is_a_clear_error():
+    with pytest.raises(CommandError, match="not an existing API key"):
+        run("create_management_token", "--name", "x", "--owner", "nope")
+
+
+def test_bootstrap_creates_an_admin_once(settings, tmp_path):
+    settings.DATA_DIR = tmp_path
+    first = run("bootstrap")
+    assert any("password=" in line for line in first)
+    assert (tmp_path / "first-run-credentials.txt").exists()
+    assert run("bootstrap") == ["Admin user exists; nothing to bootstrap."]
