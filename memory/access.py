@@ -49,9 +49,7 @@ class Principal:
             if self.owner_ids is not None and len(self.owner_ids) == 1:
                 (only,) = self.owner_ids
                 return ApiKey.objects.get(pk=only)
-            raise ValidationFailed(
-                "apiKeyId is required: every memory belongs to an API key", field=field
-            )
+            raise ValidationFailed("apiKeyId is required: every memory belongs to an API key", field=field)
         owner_uuid = _parse_uuid(api_key_id, field=field)
         if not self.can_reach(owner_uuid):
             raise NotFound(f"API key {api_key_id} not found", field=field)

@@ -6,7 +6,6 @@ from django.conf import settings
 from django.core.checks import Error, Tags, register
 from django.db import connections
 
-
 FTS5_MODULE = "fts5"
 
 

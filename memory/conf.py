@@ -22,6 +22,11 @@ EMBEDDING_SOURCES = ("remote", "static", "transformers", "auto")
 VECTOR_STORES = ("sqlite-vec", "qdrant", "auto")
 
 
+def mask(secret: str) -> str:
+    """``sk-abc…wxyz``: enough to recognise a secret, not to use it."""
+    return secret[:4] + "…" + secret[-4:] if len(secret) > 12 else "…"
+
+
 @dataclass(frozen=True)
 class MemorySettings:
     """The operator-facing memory settings (API field names, as in the reference)."""
@@ -34,17 +39,25 @@ class MemorySettings:
     autoSummarize: bool = False
     embeddingSource: str = "auto"
     embeddingProviderModel: str | None = None
-    transformersEnabled: bool = False
-    staticEnabled: bool = False
+    transformersEnabled: bool = True
+    staticEnabled: bool = True
     rerankEnabled: bool = False
     rerankProviderModel: str | None = None
     vectorStore: str = "auto"
+    customBaseUrl: str | None = None
+    customModelId: str | None = None
+    customApiKey: str | None = None
+    allowPrivateUrls: bool = False
+    rrfWeights: dict[str, float] = field(default_factory=dict)
     primaryBackend: str = "sqlite"
     fallbackBackends: list[str] = field(default_factory=list)
     backendConfigs: dict[str, Any] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self, *, mask_secrets: bool = True) -> dict[str, Any]:
+        data = asdict(self)
+        if mask_secrets and data.get("customApiKey"):
+            data["customApiKey"] = mask(data["customApiKey"])
+        return data
 
     @property
     def retrieval_strategy(self) -> str:
@@ -64,6 +77,8 @@ def env_defaults() -> MemorySettings:
         strategy=settings.MEMORY_STRATEGY,
         embeddingSource=settings.MEMORY_EMBEDDING_SOURCE,
         vectorStore=settings.MEMORY_VECTOR_STORE,
+        transformersEnabled=settings.MEMORY_TRANSFORMERS_ENABLED,
+        staticEnabled=settings.MEMORY_STATIC_ENABLED,
     )
 
 
@@ -101,6 +116,16 @@ def _string_list(value, default):
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else default
 
 
+def _weights(value, default):
+    if not isinstance(value, dict):
+        return default
+    return {
+        k: float(v)
+        for k, v in value.items()
+        if k in ("fts", "vector") and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+    }
+
+
 def _object(value, default):
     return value if isinstance(value, dict) else default
 
@@ -119,6 +144,11 @@ NORMALISERS = {
     "rerankEnabled": _bool,
     "rerankProviderModel": _model_name,
     "vectorStore": _choice(VECTOR_STORES),
+    "customBaseUrl": _model_name,
+    "customModelId": _model_name,
+    "customApiKey": _model_name,
+    "allowPrivateUrls": _bool,
+    "rrfWeights": _weights,
     "primaryBackend": _string,
     "fallbackBackends": _string_list,
     "backendConfigs": _object,
@@ -149,10 +179,7 @@ def get_memory_settings() -> MemorySettings:
             return _cached[1]
     from memory.models import Setting
 
-    raw = {
-        row.key.removeprefix(PREFIX): row.value
-        for row in Setting.objects.filter(key__startswith=PREFIX)
-    }
+    raw = {row.key.removeprefix(PREFIX): row.value for row in Setting.objects.filter(key__startswith=PREFIX)}
     current = normalise(raw)
     with _lock:
         _cached = (now, current)

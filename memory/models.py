@@ -67,9 +67,7 @@ class ApiKey(models.Model):
     def issue(cls, *, name: str, **fields) -> tuple[ApiKey, str]:
         """Create a key and return it with its secret, which is not stored."""
         secret = "sk-omr-" + secrets.token_urlsafe(32)
-        key = cls.objects.create(
-            name=name, prefix=secret[:12], key_hash=hash_secret(secret), **fields
-        )
+        key = cls.objects.create(name=name, prefix=secret[:12], key_hash=hash_secret(secret), **fields)
         return key, secret
 
 
@@ -117,9 +115,7 @@ class ManagementToken(models.Model):
     def issue(cls, *, name: str, scope: str = TokenScope.READ, owners=()) -> tuple[ManagementToken, str]:
         """Create a token and return it with its secret, which is not stored."""
         secret = "omt_" + secrets.token_urlsafe(32)
-        token = cls.objects.create(
-            name=name, scope=scope, prefix=secret[:10], token_hash=hash_secret(secret)
-        )
+        token = cls.objects.create(name=name, scope=scope, prefix=secret[:10], token_hash=hash_secret(secret))
         if owners:
             token.owners.set(owners)
         return token, secret

@@ -7,3 +7,7 @@
 from django.dispatch import Signal
 
 memory_changed = Signal()
+
+# Sent by the reindex service after each batch: ``done`` and ``total`` (ints),
+# ``finished`` (bool). The Studio relays it to open Engine tabs.
+reindex_progress = Signal()

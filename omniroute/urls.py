@@ -7,6 +7,9 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("memory.api.urls")),
+    path("v1/", include("gateway.urls")),
+    path("dashboard/", include("dashboard.urls")),
+    path("", include("memory.lifecycle_urls")),
 ]
 
 JSON_PREFIXES = ("/api/", "/v1/", "/mcp")

@@ -142,6 +142,25 @@ class MemorySettingsSerializer(StrictSerializer):
     rerankEnabled = StrictBooleanField(required=False)
     rerankProviderModel = ProviderModelField()
     vectorStore = serializers.ChoiceField(choices=conf.VECTOR_STORES, required=False)
+    customBaseUrl = serializers.URLField(required=False, allow_null=True, allow_blank=True, max_length=500)
+    customModelId = ProviderModelField()
+    customApiKey = ProviderModelField()
+    allowPrivateUrls = StrictBooleanField(required=False)
+    rrfWeights = serializers.DictField(
+        child=serializers.FloatField(min_value=0, max_value=10), required=False
+    )
+
+    def validate_customBaseUrl(self, value):
+        return value or None
+
+    def validate_rrfWeights(self, value):
+        unknown = set(value) - {"fts", "vector"}
+        if unknown:
+            raise serializers.ValidationError(
+                f"Only 'fts' and 'vector' weights exist, not {sorted(unknown)}."
+            )
+        return value
+
     primaryBackend = StrictCharField(required=False, max_length=100)
     fallbackBackends = serializers.ListField(child=StrictCharField(max_length=100), required=False)
     backendConfigs = serializers.DictField(child=JSONObjectField(), required=False)

@@ -1,9 +1,12 @@
-from django.urls import path
+from django.urls import include, path
 
 from memory.api import views
 
-# Paths are the reference's: no trailing slash.
+# Paths are the reference's: no trailing slash. Routes under memory/ with a
+# fixed name must come before memory/<id>.
 urlpatterns = [
+    path("", include("memory.api.urls_retrieval")),
+    path("", include("memory.api.urls_lifecycle")),
     path("memory", views.MemoryCollectionView.as_view(), name="memory-list"),
     path("memory/bulk", views.MemoryBulkView.as_view(), name="memory-bulk"),
     path("memory/<str:memory_id>", views.MemoryDetailView.as_view(), name="memory-detail"),

@@ -159,5 +159,3 @@ class MemorySettingsView(MemoryAPIView):
         return Response(conf.update_memory_settings(dict(body.validated_data)).as_dict())
 
     patch = put
-
-

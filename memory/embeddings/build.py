@@ -132,7 +132,7 @@ class _GraphBuilder:
         self.initializers: list = []
         self._counter = 0
 
-    def _name(self, hint: str) -> str:
+    def unique(self, hint: str) -> str:
         self._counter += 1
         return f"{hint}_{self._counter}"
 
@@ -140,8 +140,9 @@ class _GraphBuilder:
         self.initializers.append(self._numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
-    def op(self, op_type: str, inputs: list[str], hint: str | None = None, **attrs) -> str:
-        out = self._name(hint or op_type.lower())
+    def op(self, op_type: str, inputs: list[str], name: str | None = None, **attrs) -> str:
+        """Append a node; its single output takes the node's ``name`` (unique if not given)."""
+        out = name or self.unique(op_type.lower())
         self.nodes.append(self._helper.make_node(op_type, inputs, [out], name=out, **attrs))
         return out
 
@@ -175,7 +176,7 @@ def _build_bert_graph(weights: dict[str, np.ndarray], config: dict):
         # torch stores Linear weights as (out, in); MatMul wants (in, out).
         weight = g.const(f"{prefix}.weight_t", w(f"{prefix}.weight").T)
         bias = g.const(f"{prefix}.bias", w(f"{prefix}.bias"))
-        return g.op("Add", [g.op("MatMul", [x, weight], hint=f"{prefix}.matmul"), bias])
+        return g.op("Add", [g.op("MatMul", [x, weight], name=f"{prefix}.matmul"), bias])
 
     def layer_norm(x: str, prefix: str) -> str:
         scale = g.const(f"{prefix}.weight", w(f"{prefix}.weight"))
@@ -226,9 +227,9 @@ def _build_bert_graph(weights: dict[str, np.ndarray], config: dict):
             [w(f"{p}.attention.self.{n}.weight").T for n in ("query", "key", "value")], axis=1
         )
         qkv_b = np.concatenate([w(f"{p}.attention.self.{n}.bias") for n in ("query", "key", "value")])
-        qkv = g.op("Add", [g.op("MatMul", [x, g.const(f"{p}.qkv.weight_t", qkv_w)], hint=f"{p}.qkv.matmul"), g.const(f"{p}.qkv.bias", qkv_b)])
-        q, k, v = (g._name(n) for n in ("q", "k", "v"))
-        g.nodes.append(helper.make_node("Split", [qkv, qkv_split], [q, k, v], name=g._name("split"), axis=-1))
+        qkv = g.op("Add", [g.op("MatMul", [x, g.const(f"{p}.qkv.weight_t", qkv_w)], name=f"{p}.qkv.matmul"), g.const(f"{p}.qkv.bias", qkv_b)])
+        q, k, v = (g.unique(f"{p}.{n}") for n in ("q", "k", "v"))
+        g.nodes.append(helper.make_node("Split", [qkv, qkv_split], [q, k, v], name=g.unique("split"), axis=-1))
         qh = g.op("Transpose", [g.op("Reshape", [q, split_heads_shape])], perm=[0, 2, 1, 3])
         kh = g.op("Transpose", [g.op("Reshape", [k, split_heads_shape])], perm=[0, 2, 3, 1])
         vh = g.op("Transpose", [g.op("Reshape", [v, split_heads_shape])], perm=[0, 2, 1, 3])
@@ -279,19 +280,33 @@ def _write_tokenizer(src: Path, dest: Path) -> None:
         tokenizer.save(str(tmp))
 
 
+# The MatMuls whose int8 quantisation costs the most accuracy, measured one node at a time on
+# sentences, single words and the empty text (each loses 0.001-0.0016 mean cosine; the median
+# node 0.0005). Keeping these four in float lifts the int8 model's mean cosine against float from
+# ~0.986 to ~0.993 on short texts (single words and "" suffer most) for ~5% of the int8 speed-up.
+_INT8_KEEP_FLOAT = (
+    "encoder.layer.0.output.dense.matmul",
+    "encoder.layer.2.output.dense.matmul",
+    "encoder.layer.3.intermediate.dense.matmul",
+    "encoder.layer.4.intermediate.dense.matmul",
+)
+
+
 def _quantize_int8(model_path: Path, dest: Path) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     with _atomic_path(dest) as tmp:
-        # Per-channel weight scales: per-tensor int8 drops mean cosine to ~0.96 against float,
-        # per-channel keeps it >= 0.99. Only MatMuls with constant weights are quantised;
-        # activations x activations (attention scores) stay float.
+        # Per-channel weight scales: per-tensor int8 drops mean cosine to ~0.96 against float.
+        # Only MatMuls with constant weights are quantised; activation x activation products
+        # (attention scores) stay float. (quantize_dynamic logs a "consider pre-processing"
+        # warning; symbolic shape inference gains nothing on this graph.)
         quantize_dynamic(
             model_input=str(model_path),
             model_output=str(tmp),
             per_channel=True,
             weight_type=QuantType.QInt8,
             op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=list(_INT8_KEEP_FLOAT),
             extra_options={"MatMulConstBOnly": True},
         )
 
@@ -301,15 +316,17 @@ def build_minilm_onnx(model_src_dir: Path, out_dir: Path, *, fast: bool = False)
 
     The graph takes ``input_ids``, ``attention_mask`` and ``token_type_ids`` (int64, shape
     (batch, sequence), both dynamic) and returns ``sentence_embedding`` (float32, (batch, 384)):
-    the attention-mask-weighted mean of the last hidden states, L2-normalised, i.e. exactly what
-    sentence-transformers returns with ``normalize_embeddings=True``. A ``tokenizer.json`` that pads
-    to the longest text and truncates at 256 tokens is written beside it. With ``fast=True`` an
-    int8 variant (``model_int8.onnx``) is written as well.
+    the attention-mask-weighted mean of the last hidden states, L2-normalised, i.e. what
+    sentence-transformers returns with ``normalize_embeddings=True``. Pooling and normalisation
+    are part of the graph. A ``tokenizer.json`` that pads to the longest text of a batch and
+    truncates at 256 tokens is written beside it. With ``fast=True`` an int8 variant
+    (``model_int8.onnx``) is written as well.
 
     Idempotent: when ``manifest.json`` records the current ``BUILD_VERSION`` and the sha256 of
-    the source weights, and every requested file exists, nothing is rebuilt. Every file is written
-    to a temporary name and renamed into place; the manifest is written last, so an interrupted
-    build is redone on the next call.
+    the source weights, and every requested file exists, nothing is rebuilt (asking for ``fast``
+    after a float-only build adds just the int8 file). Every file is written to a temporary name
+    and renamed into place; the manifest is written last, so an interrupted build is redone on
+    the next call.
 
     Raises:
         ModelBuildError: the source folder lacks a file or holds unexpected weights.
@@ -322,10 +339,9 @@ def build_minilm_onnx(model_src_dir: Path, out_dir: Path, *, fast: bool = False)
             raise ModelBuildError(f"{name} not found in the model source folder {model_src_dir.name!r}")
     source_sha = sha256_file(weights_path)
 
-    manifest = read_manifest(out_dir)
-    fresh = bool(
-        manifest
-        and manifest.get("version") == BUILD_VERSION
+    manifest = read_manifest(out_dir) or {}
+    fresh = (
+        manifest.get("version") == BUILD_VERSION
         and manifest.get("source_sha256") == source_sha
         and (out_dir / MODEL_FILENAME).is_file()
         and (out_dir / TOKENIZER_FILENAME).is_file()
@@ -335,7 +351,7 @@ def build_minilm_onnx(model_src_dir: Path, out_dir: Path, *, fast: bool = False)
         return out_dir
 
     config = json.loads((model_src_dir / "config.json").read_text(encoding="utf-8"))
-    timings: dict[str, float] = dict((manifest or {}).get("build_seconds", {})) if fresh else {}
+    timings: dict[str, float] = dict(manifest.get("build_seconds", {})) if fresh else {}
     if not fresh:
         import onnx
         from safetensors.numpy import load_file

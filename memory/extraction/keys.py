@@ -10,7 +10,7 @@ The key is what makes a repeated fact an upsert instead of a new row (the store 
   slug: ``preference:not:javascript_callbacks``. A slug never contains ``:``, so a negative key can never
   collide with a positive one, and the opposite key of a fact is derived without re-parsing its content
   (see :func:`opposite_key`), which is what contradiction detection needs.
-* A phrase without a single ASCII letter or digit (``I love 寿司``) would get the empty slug in the
+* A phrase without a single ASCII letter or digit (``I love 東京タワー``) would get the empty slug in the
   original, so every such fact of a category shared one key and overwrote each other. Those get a
   short stable hash of the lower-cased phrase instead.
 """

@@ -19,6 +19,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memory.models import ApiKey, Memory
+from memory.services.indexing import schedule_indexing, schedule_reindex
 from memory.signals import memory_changed
 
 logger = logging.getLogger("memory.services")
@@ -47,13 +48,16 @@ def _notify(action: str, memories: list[Memory]) -> None:
     def send() -> None:
         for owner_id, memory_uuid in payload:
             try:
-                memory_changed.send(
-                    sender=Memory, action=action, owner_id=owner_id, memory_id=memory_uuid
-                )
+                memory_changed.send(sender=Memory, action=action, owner_id=owner_id, memory_id=memory_uuid)
             except Exception:
                 logger.exception("memory_changed receiver failed (%s %s)", action, memory_uuid)
 
     transaction.on_commit(send)
+
+
+def _after_write(memories: list[Memory]) -> None:
+    """Queue the vectors of memories whose content is new or changed."""
+    schedule_indexing([m.seq for m in memories if m.needs_reindex])
 
 
 def _notify_bulk(*, owners: set) -> None:
@@ -118,6 +122,7 @@ def memory_create(item: MemoryInput) -> tuple[Memory, bool]:
         if existing is not None:
             _apply_upsert(existing, item, now)
             existing.save()
+            _after_write([existing])
             _notify("updated", [existing])
             return existing, False
     memory = _new_memory(item, now)
@@ -130,8 +135,10 @@ def memory_create(item: MemoryInput) -> tuple[Memory, bool]:
         existing = Memory.objects.get(owner=item.owner, key=key)
         _apply_upsert(existing, item, now)
         existing.save()
+        _after_write([existing])
         _notify("updated", [existing])
         return existing, False
+    _after_write([memory])
     _notify("created", [memory])
     return memory, True
 
@@ -150,9 +157,7 @@ def memory_update(memory: Memory, **changes: Any) -> Memory:
         raise ValueError(f"not updatable: {sorted(unknown)}")
     if "key" in changes:
         changes["key"] = changes["key"] or None
-    reindex = any(
-        name in changes and changes[name] != getattr(memory, name) for name in ("content", "key")
-    )
+    reindex = any(name in changes and changes[name] != getattr(memory, name) for name in ("content", "key"))
     for name, value in changes.items():
         setattr(memory, name, value)
     memory.updated_at = timezone.now()
@@ -165,6 +170,7 @@ def memory_update(memory: Memory, **changes: Any) -> Memory:
         raise Conflict(
             f"another memory of this API key already uses key {memory.key!r}", field="key"
         ) from None
+    _after_write([memory])
     _notify("updated", [memory])
     return memory
 
@@ -192,9 +198,7 @@ def _merge_batch(items: list[MemoryInput]) -> tuple[list[tuple[int, str | None]]
                     **{
                         **item.__dict__,
                         "metadata": {**(previous.metadata or {}), **(item.metadata or {})},
-                        "importance": item.importance
-                        if item.importance is not None
-                        else previous.importance,
+                        "importance": item.importance if item.importance is not None else previous.importance,
                     }
                 )
         merged[slot] = item
@@ -216,8 +220,20 @@ def _insert_rows(rows: list[tuple[uuid.UUID, MemoryInput]], now: datetime) -> No
     field = Memory._meta.get_field
     stamp = field("created_at").get_db_prep_save(now, connection)
     columns = [
-        "uuid", "owner_id", "session_id", "type", "key", "content", "metadata", "created_at",
-        "updated_at", "expires_at", "needs_reindex", "access_count", "last_accessed_at", "importance",
+        "uuid",
+        "owner_id",
+        "session_id",
+        "type",
+        "key",
+        "content",
+        "metadata",
+        "created_at",
+        "updated_at",
+        "expires_at",
+        "needs_reindex",
+        "access_count",
+        "last_accessed_at",
+        "importance",
     ]
     params = []
     for memory_uuid, item in rows:
@@ -232,7 +248,9 @@ def _insert_rows(rows: list[tuple[uuid.UUID, MemoryInput]], now: datetime) -> No
                 json.dumps(item.metadata or {}),
                 stamp,
                 stamp,
-                field("expires_at").get_db_prep_save(item.expires_at, connection) if item.expires_at else None,
+                field("expires_at").get_db_prep_save(item.expires_at, connection)
+                if item.expires_at
+                else None,
                 True,
                 0,
                 None,
@@ -285,9 +303,20 @@ def memory_bulk_create(items: list[MemoryInput], *, chunk_size: int = 500) -> di
     if to_update:
         Memory.objects.bulk_update(
             to_update,
-            ["content", "session_id", "type", "expires_at", "metadata", "importance", "updated_at", "needs_reindex"],
+            [
+                "content",
+                "session_id",
+                "type",
+                "expires_at",
+                "metadata",
+                "importance",
+                "updated_at",
+                "needs_reindex",
+            ],
             batch_size=chunk_size,
         )
+    if to_insert or any(m.needs_reindex for m in to_update):
+        schedule_reindex()
     _notify_bulk(owners={item.owner.pk for _, item in to_insert} | {m.owner_id for m in to_update})
     _notify("updated", to_update)
     return {

@@ -46,9 +46,7 @@ class DatabaseWrapper(sqlite_base.DatabaseWrapper):
         conn = super().get_new_connection(conn_params)
         timeout_ms = int(float(conn_params.get("timeout", 5)) * 1000)
         conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
-        if self.settings_dict["NAME"] != ":memory:" and "mode=memory" not in str(
-            self.settings_dict["NAME"]
-        ):
+        if self.settings_dict["NAME"] != ":memory:" and "mode=memory" not in str(self.settings_dict["NAME"]):
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute(f"PRAGMA mmap_size = {int(getattr(settings, 'SQLITE_MMAP_SIZE', 0))}")

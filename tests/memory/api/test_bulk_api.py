@@ -55,7 +55,9 @@ def test_bulk_limits_and_shapes(admin_api, settings):
 
 
 def test_ten_thousand_memories_in_one_request(admin_api, alice):
-    items = [{"apiKeyId": str(alice.pk), "key": f"k{i}", "content": f"fact number {i}"} for i in range(10_000)]
+    items = [
+        {"apiKeyId": str(alice.pk), "key": f"k{i}", "content": f"fact number {i}"} for i in range(10_000)
+    ]
     r = admin_api.post("/api/memory/bulk", {"memories": items})
     assert r.status_code == 200
     assert r.json()["created"] == 10_000

@@ -132,7 +132,11 @@ def three(alice):
         make_memory(alice, key="lang:typescript", content="uses TypeScript", created_at=now - timedelta(3)),
         make_memory(alice, key="misc", content="likes tea", created_at=now - timedelta(2)),
         make_memory(
-            alice, key="typescript:strict", content="strict mode", type="semantic", created_at=now - timedelta(1)
+            alice,
+            key="typescript:strict",
+            content="strict mode",
+            type="semantic",
+            created_at=now - timedelta(1),
         ),
     ]
     return rows

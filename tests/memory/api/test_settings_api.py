@@ -12,17 +12,32 @@ def test_defaults_match_the_reference(read_api):
     body = read_api.get("/api/settings/memory").json()
     assert body["enabled"] is False and body["skillsEnabled"] is True
     assert (body["maxTokens"], body["retentionDays"], body["strategy"]) == (2000, 30, "hybrid")
-    assert (body["embeddingSource"], body["embeddingProviderModel"], body["vectorStore"]) == ("auto", None, "auto")
+    assert (body["embeddingSource"], body["embeddingProviderModel"], body["vectorStore"]) == (
+        "auto",
+        None,
+        "auto",
+    )
 
 
 def test_put_writes_and_returns_the_normalised_settings(admin_api):
     r = admin_api.put(
         "/api/settings/memory",
-        {"enabled": True, "maxTokens": 4096, "retentionDays": 21, "strategy": "recent", "embeddingProviderModel": ""},
+        {
+            "enabled": True,
+            "maxTokens": 4096,
+            "retentionDays": 21,
+            "strategy": "recent",
+            "embeddingProviderModel": "",
+        },
     )
     assert r.status_code == 200
     body = r.json()
-    assert (body["enabled"], body["maxTokens"], body["retentionDays"], body["strategy"]) == (True, 4096, 21, "recent")
+    assert (body["enabled"], body["maxTokens"], body["retentionDays"], body["strategy"]) == (
+        True,
+        4096,
+        21,
+        "recent",
+    )
     assert body["embeddingProviderModel"] is None
     assert conf.get_memory_settings().retrieval_strategy == "exact"
     assert admin_api.get("/api/settings/memory").json()["maxTokens"] == 4096

@@ -321,13 +321,15 @@ def test_preference_keys_start_with_the_category():
     assert all(key.startswith("preference:") for key in keys("I prefer tabs. I hate spaces. I love vim."))
 
 
+# Timings are CPU time of this process (not wall-clock), so a busy machine or parallel test workers do
+# not make them flaky; the best of a few runs discards one-off interference (GC, cache warm-up).
+
+
 def test_it_is_sub_millisecond_on_a_normal_message():
     text = "I prefer TypeScript. I'll use Postgres for this project. I always commit before pushing."
     runs = 200
-    start = time.perf_counter()
-    for _ in range(runs):
-        extract_facts(text)
-    assert (time.perf_counter() - start) / runs < 0.001
+    best = min(_cpu_seconds(lambda: [extract_facts(text) for _ in range(runs)]) for _ in range(3))
+    assert best / runs < 0.001
 
 
 def test_it_scans_64_kib_well_under_50_ms():
@@ -337,14 +339,14 @@ def test_it_scans_64_kib_well_under_50_ms():
         "project test server and, to. with in on\n"
     ).split(" ")
     text = " ".join(rng.choice(vocabulary) for _ in range(20_000))[: 64 * 1024]
-    best = min(_elapsed(extract_facts, text) for _ in range(3))
-    assert best < 0.025
+    best = min(_cpu_seconds(lambda: extract_facts(text)) for _ in range(5))
+    assert best < 0.025  # about 5 ms on a laptop
 
 
-def _elapsed(function, argument) -> float:
-    start = time.perf_counter()
-    function(argument)
-    return time.perf_counter() - start
+def _cpu_seconds(work) -> float:
+    start = time.process_time()
+    work()
+    return time.process_time() - start
 
 
 # --- JavaScript regex semantics (§2.1 porting notes) -------------------------------------------------

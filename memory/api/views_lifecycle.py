@@ -1,0 +1,123 @@
+"""Lifecycle routes: summarisation, the pipeline health check, and the load-balancer probe."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.http import JsonResponse
+from django.views.decorators.http import require_GET
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from memory.api.serializers import StrictBooleanField, StrictCharField, StrictIntegerField, StrictSerializer
+from memory.api.views import MemoryAPIView
+from memory.exceptions import NotFound
+from memory.models import ApiKey
+from memory.representation import memory_json
+from memory.services.health import PROBE_OWNER_ID, run_health_check
+from memory.services.summarization import summarizable_owners, summarize_owners
+
+logger = logging.getLogger("memory.api")
+
+
+class SummarizeSerializer(StrictSerializer):
+    olderThanDays = StrictIntegerField(required=False, min_value=1, max_value=365, default=30)
+    apiKeyId = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=64)
+    dryRun = StrictBooleanField(required=False, default=False)
+
+
+class SummarizeView(MemoryAPIView):
+    @extend_schema(
+        request=SummarizeSerializer,
+        responses={200: dict},
+        operation_id="memory_summarize",
+        summary="Replace memories older than N days by one summary memory per API key",
+    )
+    def post(self, request):
+        body = SummarizeSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        owners = self._owners(data.get("apiKeyId") or None)
+        results = summarize_owners(owners=owners, days=data["olderThanDays"], dry_run=data["dryRun"])
+        summary_ids = [r.summary_id for r in results if r.summary_id]
+        return Response(
+            {
+                "candidates": [memory_json(m) for r in results for m in r.candidates],
+                "totalTokens": sum(r.total_tokens for r in results),
+                "deletedCount": sum(r.deleted_count for r in results),
+                # One summary per API key: ``summaryId`` is set when exactly one was made.
+                "summaryId": summary_ids[0] if len(summary_ids) == 1 else None,
+                "summaryIds": summary_ids,
+                "dryRun": data["dryRun"],
+                "owners": [
+                    {
+                        "apiKeyId": str(r.owner.pk),
+                        "candidates": len(r.candidates),
+                        "totalTokens": r.total_tokens,
+                        "deletedCount": r.deleted_count,
+                        "summaryId": r.summary_id,
+                    }
+                    for r in results
+                    if r.candidates
+                ],
+            }
+        )
+
+    def _owners(self, api_key_id) -> list[ApiKey]:
+        """The owners to summarise, each separately: the named one, or all this caller may reach."""
+        if api_key_id is not None:
+            owner = self.principal.resolve_owner(api_key_id)
+            if owner.pk == PROBE_OWNER_ID:
+                raise NotFound(f"API key {api_key_id} not found", field="apiKeyId")
+            return [owner]
+        owners = summarizable_owners()
+        if not self.principal.is_global:
+            owners = owners.filter(pk__in=list(self.principal.owner_ids))
+        return list(owners)
+
+
+class HealthView(MemoryAPIView):
+    @extend_schema(
+        responses={200: dict},
+        operation_id="memory_health",
+        summary="Run write, FTS, vector, read and delete on a private probe owner",
+    )
+    def get(self, request):
+        return Response(run_health_check())
+
+
+_migrations_applied = False
+
+
+def _pending_migrations() -> bool:
+    """Whether migrations are unapplied. Once all are applied the answer is kept for the process
+    (a deployment with new migrations restarts it); loading the graph costs tens of milliseconds."""
+    global _migrations_applied
+    if _migrations_applied:
+        return False
+    executor = MigrationExecutor(connection)
+    pending = bool(executor.migration_plan(executor.loader.graph.leaf_nodes()))
+    _migrations_applied = not pending
+    return pending
+
+
+@require_GET
+def healthz(request):
+    """For load balancers: 200 when the database answers and is migrated, else 503. No auth, no data."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except Exception:
+        logger.exception("healthz: database unreachable")
+        return JsonResponse({"status": "unavailable", "reason": "database unreachable"}, status=503)
+    try:
+        pending = _pending_migrations()
+    except Exception:
+        logger.exception("healthz: migration state unknown")
+        return JsonResponse({"status": "unavailable", "reason": "migration state unknown"}, status=503)
+    if pending:
+        return JsonResponse({"status": "unavailable", "reason": "migrations pending"}, status=503)
+    return JsonResponse({"status": "ok"})

@@ -1,0 +1,73 @@
+"""Retrieval and engine routes: retrieve-preview, reindex, engine-status, embedding-providers."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from memory.api.serializers import StrictBooleanField, StrictIntegerField, StrictSerializer
+from memory.api.views import MemoryAPIView
+from memory.retrieval.preview import retrieve_preview
+
+
+class PreviewSerializer(StrictSerializer):
+    query = serializers.CharField(max_length=8000, trim_whitespace=True)
+    strategy = serializers.ChoiceField(choices=["exact", "semantic", "hybrid"], default="hybrid")
+    maxTokens = StrictIntegerField(min_value=1, max_value=16000, default=2000)
+    limit = StrictIntegerField(min_value=1, max_value=100, default=20)
+    apiKeyId = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+
+
+class RetrievePreviewView(MemoryAPIView):
+    @extend_schema(request=PreviewSerializer, responses={200: dict})
+    def post(self, request):
+        body = PreviewSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        return Response(
+            retrieve_preview(
+                principal=self.principal,
+                query=data["query"],
+                strategy=data["strategy"],
+                max_tokens=data["maxTokens"],
+                limit=data["limit"],
+                api_key_id=data.get("apiKeyId") or None,
+            )
+        )
+
+    # A preview is a read: it needs only the read scope.
+    required_scopes = {"POST": "read"}
+
+
+class ReindexSerializer(StrictSerializer):
+    force = StrictBooleanField(required=False, default=False)
+
+
+class ReindexView(MemoryAPIView):
+    required_scopes = {"POST": "admin"}
+
+    @extend_schema(request=ReindexSerializer, responses={200: dict})
+    def post(self, request):
+        from memory.services.indexing import reindex_start
+
+        body = ReindexSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        pending = reindex_start(force=body.validated_data["force"])
+        return Response({"started": True, "pending": pending})
+
+
+class EngineStatusView(MemoryAPIView):
+    @extend_schema(responses={200: dict})
+    def get(self, request):
+        from memory.engine_status import engine_status
+
+        return Response(engine_status())
+
+
+class EmbeddingProvidersView(MemoryAPIView):
+    @extend_schema(responses={200: dict})
+    def get(self, request):
+        from memory.engine_status import embedding_providers
+
+        return Response({"providers": embedding_providers()})

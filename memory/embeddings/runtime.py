@@ -1,0 +1,188 @@
+"""Which embedding source is live, built from the settings, with the shared cache.
+
+``resolve(settings)`` decides without I/O (reference §8.2, with our fixes:
+``auto`` accepts any configured provider or custom endpoint, and local
+models count as available only once ``build_embedding_models`` has built
+them). Sources are process singletons, keyed by their configuration, so the
+ONNX session and the static table load once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings as django_settings
+
+from memory.conf import MemorySettings
+from memory.embeddings.base import EmbeddingSource
+
+logger = logging.getLogger("memory.embeddings")
+
+MINILM_DIRNAME = "all-MiniLM-L6-v2"
+STATIC_FILENAME = "minilm-static-256.npz"
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The outcome of resolving the embedding source (no I/O was done)."""
+
+    source: str | None
+    model: str | None
+    reason: str
+    config: tuple = ()
+
+    @property
+    def available(self) -> bool:
+        return self.source is not None
+
+
+def models_dir() -> Path:
+    return Path(django_settings.MEMORY_MODELS_DIR)
+
+
+def minilm_dir() -> Path:
+    return models_dir() / MINILM_DIRNAME
+
+
+def static_path() -> Path:
+    return models_dir() / STATIC_FILENAME
+
+
+def minilm_built() -> bool:
+    return (minilm_dir() / "model.onnx").exists() and (minilm_dir() / "tokenizer.json").exists()
+
+
+def static_built() -> bool:
+    return static_path().exists()
+
+
+def _remote_target(settings: MemorySettings) -> tuple[str, str, str | None] | None:
+    """(base_url, model, api_key) of a configured remote endpoint, or None."""
+    if settings.customBaseUrl and settings.customModelId:
+        return settings.customBaseUrl, settings.customModelId, settings.customApiKey
+    ref = settings.embeddingProviderModel
+    if not ref or "/" not in ref.strip("/"):
+        return None
+    provider_name, _, model = ref.partition("/")
+    from django.apps import apps
+
+    try:
+        Provider = apps.get_model("gateway", "UpstreamProvider")
+    except LookupError:
+        return None
+    provider = Provider.objects.filter(name=provider_name).first()
+    if provider is None or not provider.base_url:
+        return None
+    return provider.base_url, model, provider.api_key or None
+
+
+def resolve(settings: MemorySettings) -> Resolution:
+    choice = settings.embeddingSource
+    if choice == "remote":
+        target = _remote_target(settings)
+        if target is None:
+            return Resolution(None, None, "no_key: no remote embedding endpoint or provider/model configured")
+        return Resolution("remote", target[1], f"remote provider configured: {target[1]}", target)
+    if choice == "static":
+        if not settings.staticEnabled:
+            return Resolution(None, None, "static disabled in settings")
+        if not static_built():
+            return Resolution(None, None, "static model not built (run manage.py build_embedding_models)")
+        return Resolution("static", "minilm-static-256", "static explicitly selected")
+    if choice == "transformers":
+        if not settings.transformersEnabled:
+            return Resolution(None, None, "transformers disabled in settings")
+        if not minilm_built():
+            return Resolution(None, None, "ONNX model not built (run manage.py build_embedding_models)")
+        return Resolution(
+            "transformers", _minilm_name(), "transformers (MiniLM-L6-v2, ONNX) explicitly selected"
+        )
+    if choice == "auto":
+        target = _remote_target(settings)
+        if target is not None:
+            return Resolution("remote", target[1], f"auto: remote endpoint configured ({target[1]})", target)
+        if settings.staticEnabled and static_built():
+            return Resolution("static", "minilm-static-256", "auto: static model available")
+        if settings.transformersEnabled and minilm_built():
+            return Resolution(
+                "transformers", _minilm_name(), "auto: transformers (MiniLM-L6-v2, ONNX) available"
+            )
+        return Resolution(None, None, "auto: no embedding source available")
+    return Resolution(None, None, "unknown embedding source")
+
+
+def _minilm_name() -> str:
+    return "all-MiniLM-L6-v2-int8" if django_settings.MEMORY_TRANSFORMERS_FAST else "all-MiniLM-L6-v2"
+
+
+_lock = threading.Lock()
+_sources: dict[tuple, EmbeddingSource] = {}
+_cache = None
+
+
+def shared_cache():
+    global _cache
+    with _lock:
+        if _cache is None:
+            from memory.embeddings.cache import EmbeddingCache
+
+            _cache = EmbeddingCache(
+                max_entries=django_settings.MEMORY_EMBEDDING_CACHE_MAX,
+                ttl_ms=django_settings.MEMORY_EMBEDDING_CACHE_TTL_MS,
+            )
+        return _cache
+
+
+def cache_stats() -> dict:
+    """``{hits, misses, hitRate, size}`` of the shared cache (zeros before any use)."""
+    if _cache is None:
+        return {"hits": 0, "misses": 0, "hitRate": 0, "size": 0}
+    return _cache.stats()
+
+
+def _build(resolution: Resolution, settings: MemorySettings) -> EmbeddingSource:
+    if resolution.source == "transformers":
+        from memory.embeddings.onnx_minilm import OnnxMiniLMSource
+
+        return OnnxMiniLMSource(minilm_dir(), fast=django_settings.MEMORY_TRANSFORMERS_FAST)
+    if resolution.source == "static":
+        from memory.embeddings.static import StaticSource
+
+        return StaticSource(static_path())
+    base_url, model, api_key = resolution.config
+    from memory.embeddings.remote import RemoteSource
+
+    return RemoteSource(
+        base_url=base_url,
+        model=model,
+        api_key=api_key,
+        allow_private=settings.allowPrivateUrls or django_settings.MEMORY_ALLOW_PRIVATE_URLS,
+    )
+
+
+def get_source(settings: MemorySettings) -> tuple[EmbeddingSource | None, Resolution]:
+    """The live source for ``settings`` (wrapped in the shared cache) and how it was chosen."""
+    resolution = resolve(settings)
+    if not resolution.available:
+        return None, resolution
+    key = (resolution.source, resolution.model, resolution.config, settings.allowPrivateUrls)
+    with _lock:
+        source = _sources.get(key)
+    if source is None:
+        from memory.embeddings.cache import CachedSource
+
+        source = CachedSource(_build(resolution, settings), shared_cache())
+        with _lock:
+            source = _sources.setdefault(key, source)
+    return source, resolution
+
+
+def reset() -> None:
+    """Forget loaded sources and the cache (tests, settings changes)."""
+    global _cache
+    with _lock:
+        _sources.clear()
+        _cache = None

@@ -1,0 +1,164 @@
+"""What the engine can do right now, from real probes (reference §5.4, B24 fixed)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import connection
+
+from memory.conf import get_memory_settings
+from memory.models import Memory, VectorMeta
+
+logger = logging.getLogger("memory.engine")
+
+
+def _fts_status() -> dict:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH %s", ['"__probe__"'])
+            cursor.fetchone()
+        return {"available": True, "backend": "FTS5", "reason": "memory_fts answers MATCH queries"}
+    except Exception as exc:
+        return {"available": False, "backend": "none", "reason": f"FTS5 probe failed: {exc}"}
+
+
+def engine_status() -> dict:
+    from memory.embeddings.runtime import cache_stats
+    from memory.services.indexing import pending_count, vector_context
+
+    settings = get_memory_settings()
+    ctx = vector_context(settings)
+    meta = VectorMeta.load()
+    pending = pending_count()
+    embedding = {
+        "source": ctx.resolution.source,
+        "model": ctx.resolution.model,
+        "dimensions": meta.active_dim
+        if ctx.source is not None
+        and meta.embedding_signature
+        and meta.embedding_signature.startswith(f"{ctx.resolution.source}:{ctx.resolution.model}:")
+        else (ctx.source.dim if ctx.source is not None else None),
+        "signature": ctx.source.signature if ctx.source is not None else "null:null:null",
+        "available": ctx.source is not None,
+        "reason": ctx.resolution.reason,
+        "cacheStats": cache_stats(),
+    }
+    vector_store = {
+        "backend": ctx.store_name,
+        "available": ctx.store is not None,
+        "rowCount": 0,
+        "needsReindex": pending,
+        "activeDim": meta.active_dim,
+        "signature": meta.embedding_signature,
+        "reason": None,
+    }
+    if ctx.store is not None:
+        try:
+            vector_store["rowCount"] = ctx.store.count()
+            vector_store["reason"] = f"{ctx.store_name} active, dim={meta.active_dim}"
+        except Exception as exc:
+            logger.warning("vector store stats failed: %s", exc)
+            vector_store["reason"] = f"{ctx.store_name} active but stats failed"
+    else:
+        from memory.vectorstores.registry import active_store
+
+        vector_store["reason"] = active_store(settings).reason
+    return {
+        "keyword": _fts_status(),
+        "embedding": embedding,
+        "vectorStore": vector_store,
+        "qdrant": _qdrant_status(),
+        "rerank": _rerank_status(settings),
+        "memories": Memory.objects.count(),
+    }
+
+
+def _qdrant_status() -> dict:
+    try:
+        from memory.vectorstores.qdrant import qdrant_health
+    except ImportError:
+        return {"enabled": False, "healthy": None, "latencyMs": None, "error": None}
+    return qdrant_health()
+
+
+def _rerank_status(settings) -> dict:
+    ref = settings.rerankProviderModel
+    provider, model = ref.split("/", 1) if ref and "/" in ref else (None, ref)
+    if not settings.rerankEnabled:
+        reason, available = "rerank disabled", False
+    elif not ref:
+        reason, available = "rerank enabled but provider not configured", False
+    else:
+        from memory.retrieval.rerank import rerank_target
+
+        available = rerank_target(settings) is not None
+        reason = f"rerank active: {ref}" if available else f"rerank provider {provider!r} not configured"
+    return {
+        "enabled": settings.rerankEnabled,
+        "provider": provider,
+        "model": model,
+        "available": available,
+        "reason": reason,
+    }
+
+
+# Known embedding models and dimensions (for the provider-model picker).
+KNOWN_MODELS = {
+    "openai": [
+        ("text-embedding-3-small", 1536),
+        ("text-embedding-3-large", 3072),
+        ("text-embedding-ada-002", 1536),
+    ],
+    "mistral": [("mistral-embed", 1024)],
+    "voyage": [("voyage-3", 1024), ("voyage-3-lite", 512)],
+    "gemini": [("gemini-embedding-001", 768)],
+    "nvidia": [("nv-embedqa-e5-v5", 1024)],
+    "cohere": [("embed-english-v3.0", None), ("embed-multilingual-v3.0", None)],
+}
+
+
+def embedding_providers() -> list[dict]:
+    """Configured upstream providers with the embedding models we know of, plus local ones."""
+    from django.apps import apps
+
+    from memory.embeddings.runtime import minilm_built, static_built
+
+    providers = []
+    try:
+        Provider = apps.get_model("gateway", "UpstreamProvider")
+        rows = list(Provider.objects.all())
+    except LookupError:
+        rows = []
+    for row in rows:
+        family = next(
+            (name for name in KNOWN_MODELS if name in row.name.lower() or name in row.base_url), None
+        )
+        models = KNOWN_MODELS.get(family, [])
+        providers.append(
+            {
+                "provider": row.name,
+                "hasKey": bool(row.api_key),
+                "models": [{"id": f"{row.name}/{m}", "name": m, "dimensions": d} for m, d in models],
+            }
+        )
+    providers.append(
+        {
+            "provider": "local",
+            "hasKey": True,
+            "models": [
+                {
+                    "id": "static/minilm-static-256",
+                    "name": "Static (distilled MiniLM, 256-d)",
+                    "dimensions": 256,
+                    "built": static_built(),
+                },
+                {
+                    "id": "transformers/all-MiniLM-L6-v2",
+                    "name": "all-MiniLM-L6-v2 (ONNX)",
+                    "dimensions": 384,
+                    "built": minilm_built(),
+                },
+            ],
+        }
+    )
+    return providers

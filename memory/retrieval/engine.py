@@ -1,0 +1,303 @@
+"""Retrieval: strategies, tiers and honest fallbacks (SPEC §4, reference §3).
+
+Tiers, tried in order: the vector tier (Qdrant or sqlite-vec, chosen by
+``memory.vectorstores.registry``) for ``semantic`` and, fused with FTS5 by
+RRF, for ``hybrid``; then FTS5 alone; then chronological order. Every tier
+applies the same filters (owner, session, expiry, retention) — the original
+skipped them on its vector tiers (L8). ``resolution`` says which source,
+store and strategy were really used, and why a fallback happened.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings as django_settings
+from django.db.models import F, Q
+from django.utils import timezone
+
+from memory.conf import MemorySettings, get_memory_settings
+from memory.embeddings.base import EmbeddingError
+from memory.models import ApiKey, Memory
+from memory.retrieval.budget import estimate_tokens, walk_budget
+from memory.retrieval.fts import fts_search
+from memory.retrieval.fusion import rrf
+from memory.retrieval.relevance import query_terms, relevance_score
+
+logger = logging.getLogger("memory.retrieval")
+
+STRATEGIES = ("exact", "semantic", "hybrid")
+CANDIDATES = 100
+
+
+@dataclass
+class Hit:
+    """One retrieved memory with how it was found."""
+
+    memory: Memory
+    score: float
+    tier: str  # "vector" | "qdrant" | "hybrid-rrf" | "fts5" | "recent"
+    tokens: int = 0
+    vec_score: float | None = None
+    fts_score: float | None = None
+
+
+@dataclass
+class RetrievalResult:
+    hits: list[Hit]
+    resolution: dict
+    total_tokens: int
+    budget_max_tokens: int
+    timings_ms: dict = field(default_factory=dict)
+
+    @property
+    def memories(self) -> list[Memory]:
+        return [hit.memory for hit in self.hits]
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The filters every tier applies."""
+
+    owner_ids: frozenset | None
+    now: datetime
+    session_id: str | None = None
+    created_after: datetime | None = None
+
+    @property
+    def owner_hex(self) -> list[str] | None:
+        if self.owner_ids is None:
+            return None
+        return [str(o).replace("-", "") for o in self.owner_ids]
+
+    def queryset(self):
+        qs = Memory.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=self.now))
+        if self.owner_ids is not None:
+            qs = qs.filter(owner_id__in=list(self.owner_ids))
+        if self.session_id:
+            qs = qs.filter(session_id=self.session_id)
+        if self.created_after is not None:
+            qs = qs.filter(created_at__gte=self.created_after)
+        return qs
+
+
+def _load(filters: Filters, seqs: list[int]) -> dict[int, Memory]:
+    """The memories among ``seqs`` that pass the filters, by seq."""
+    if not seqs:
+        return {}
+    return {m.seq: m for m in filters.queryset().filter(seq__in=seqs)}
+
+
+class _Resolution(dict):
+    def fallback(self, reason: str) -> None:
+        self["fallbackReason"] = (
+            f"{self['fallbackReason']}; {reason}" if self.get("fallbackReason") else reason
+        )
+
+
+def _vector_hits(ctx, filters: Filters, query: str, k: int) -> list[tuple[int, float]]:
+    """(seq, cosine) of the nearest live memories of the owners, best first."""
+    from memory.services.indexing import embed_texts, lazy_index
+
+    lazy_index(filters.owner_ids, ctx, limit=django_settings.MEMORY_LAZY_EMBED_PER_REQUEST)
+    vector = embed_texts(ctx, [query])[0]
+    owners = filters.owner_hex
+    if owners is None:
+        owners = [str(pk).replace("-", "") for pk in ApiKey.objects.values_list("pk", flat=True)]
+    # Over-fetch: the filters (expiry, session, retention) run after the KNN.
+    raw = ctx.store.search(owner_ids=owners, vector=vector, k=k * 2 if filters.session_id else k + 10)
+    live = _load(filters, [h.seq for h in raw])
+    return [(h.seq, h.score) for h in raw if h.seq in live][:k]
+
+
+def retrieve(
+    *,
+    owner_ids: frozenset | None,
+    query: str | None,
+    strategy: str = "hybrid",
+    max_tokens: int = 2000,
+    limit: int = 20,
+    session_id: str | None = None,
+    retention_days: int | None = None,
+    settings: MemorySettings | None = None,
+    touch: bool = False,
+    filter_irrelevant: bool = True,
+) -> RetrievalResult:
+    """Rank the memories of ``owner_ids`` (``None`` = every owner) for ``query``.
+
+    Returns at most ``limit`` hits within ``max_tokens`` (always at least one
+    when anything matched). ``touch`` bumps the access counters of what is
+    returned (the chat path), without rewriting the FTS index.
+    """
+    started = time.perf_counter()
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}")
+    settings = settings or get_memory_settings()
+    now = timezone.now()
+    filters = Filters(
+        owner_ids=owner_ids,
+        now=now,
+        session_id=session_id or None,
+        created_after=now - timedelta(days=retention_days) if retention_days else None,
+    )
+    query = (query or "").strip()
+    resolution = _Resolution(
+        embeddingSource=None,
+        embeddingModel=None,
+        vectorStore="none",
+        strategyUsed=strategy,
+        rerankApplied=False,
+        fallbackReason=None,
+    )
+    hits: list[Hit] | None = None
+
+    if strategy in ("semantic", "hybrid"):
+        hits = _vector_tier(strategy, settings, filters, query, limit, resolution)
+    if hits is None and strategy != "exact":
+        hits = _fts_tier(filters, query, limit, resolution)
+    if hits is None:
+        hits = _chronological_tier(filters, query, limit, resolution, filter_irrelevant=filter_irrelevant)
+
+    if hits and query and settings.rerankEnabled and settings.rerankProviderModel:
+        from memory.retrieval.rerank import rerank
+
+        hits, applied = rerank(hits, query, settings)
+        resolution["rerankApplied"] = applied
+
+    for hit in hits:
+        hit.tokens = estimate_tokens(hit.memory.content)
+    kept, total = walk_budget(hits, max_tokens, limit=limit, content=lambda h: h.memory.content)
+    if touch and kept:
+        Memory.objects.filter(seq__in=[h.memory.seq for h in kept]).update(
+            access_count=F("access_count") + 1, last_accessed_at=now
+        )
+    return RetrievalResult(
+        hits=kept,
+        resolution=dict(resolution),
+        total_tokens=total,
+        budget_max_tokens=max_tokens,
+        timings_ms={"total": round((time.perf_counter() - started) * 1000, 3)},
+    )
+
+
+def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[Hit] | None:
+    from memory.services.indexing import vector_context
+
+    if not query:
+        resolution.fallback("empty query: no vector search")
+        return None
+    ctx = vector_context(settings)
+    resolution["embeddingSource"] = ctx.resolution.source
+    resolution["embeddingModel"] = ctx.resolution.model
+    resolution["vectorStore"] = ctx.store_name
+    if not ctx.usable:
+        resolution.fallback(ctx.reason or "no vector tier")
+        return None
+    k = max(limit, django_settings.MEMORY_VEC_TOP_K)
+    try:
+        vec = _vector_hits(ctx, filters, query, k)
+    except EmbeddingError as exc:
+        resolution.fallback(f"embedding failed: {exc.message}")
+        return None
+    except Exception as exc:  # a broken store must degrade to FTS, never fail the request
+        logger.exception("vector search failed (%s)", ctx.store_name)
+        resolution.fallback(f"vector search failed: {type(exc).__name__}")
+        return None
+    tier = "qdrant" if ctx.store_name == "qdrant" else "vector"
+    if strategy == "semantic":
+        memories = _load(filters, [seq for seq, _ in vec])
+        return [Hit(memories[seq], score, tier, vec_score=score) for seq, score in vec if seq in memories]
+
+    fts = fts_search(
+        query=query,
+        owner_ids=filters.owner_hex,
+        limit=k,
+        now=filters.now,
+        session_id=filters.session_id,
+        created_after=filters.created_after,
+    )
+    fused = rrf(
+        {"vector": [seq for seq, _ in vec], "fts": [h.seq for h in fts]},
+        k=django_settings.MEMORY_RRF_K,
+        weights=settings.rrfWeights or None,
+    )
+    vec_scores = dict(vec)
+    fts_scores = {h.seq: h.rank for h in fts}
+    memories = _load(filters, [f.item for f in fused])
+    return [
+        Hit(
+            memories[f.item],
+            f.score,
+            "hybrid-rrf",
+            vec_score=vec_scores.get(f.item),
+            fts_score=fts_scores.get(f.item),
+        )
+        for f in fused
+        if f.item in memories
+    ]
+
+
+def _fts_tier(filters, query, limit, resolution) -> list[Hit] | None:
+    if not query_terms(query):
+        resolution.fallback("no searchable words in the query: chronological order")
+        return None
+    fts = fts_search(
+        query=query,
+        owner_ids=filters.owner_hex,
+        limit=max(limit, CANDIDATES),
+        now=filters.now,
+        session_id=filters.session_id,
+        created_after=filters.created_after,
+    )
+    if not fts:
+        resolution.fallback("FTS5 found no match")
+        return []
+    memories = _load(filters, [h.seq for h in fts])
+    return [Hit(memories[h.seq], -h.rank, "fts5", fts_score=h.rank) for h in fts if h.seq in memories]
+
+
+def _chronological_tier(filters, query, limit, resolution, *, filter_irrelevant: bool) -> list[Hit]:
+    rows = list(filters.queryset().order_by("-created_at", "-seq")[: max(limit, CANDIDATES)])
+    if not query or not query_terms(query):
+        return [Hit(m, 0.0, "recent") for m in rows]
+    scored = [Hit(m, float(relevance_score(m, query)), "recent") for m in rows]
+    if filter_irrelevant:
+        scored = [h for h in scored if h.score > 0]
+        scored.sort(key=lambda h: h.score, reverse=True)
+    return scored
+
+
+def retrieve_for_chat(
+    *,
+    api_key: ApiKey,
+    query: str | None,
+    session_id: str | None = None,
+    settings: MemorySettings | None = None,
+    scope: str = "apiKey",
+) -> RetrievalResult:
+    """The gateway's retrieval: the key's strategy, budget and retention.
+
+    ``scope`` is ``apiKey`` (default), ``session`` (only this session's
+    memories) or ``global`` (every owner — honoured only for keys granted
+    ``allow_global_scope``; otherwise it falls back to the key's own).
+    """
+    settings = settings or get_memory_settings()
+    owners: frozenset | None = frozenset({api_key.pk})
+    if scope == "global" and api_key.allow_global_scope:
+        owners = None
+    strategy = settings.retrieval_strategy
+    return retrieve(
+        owner_ids=owners,
+        # "recent" is purely newest-first within the budget (reference §6.3).
+        query=None if strategy == "exact" else query,
+        strategy=strategy,
+        max_tokens=settings.maxTokens,
+        limit=CANDIDATES,
+        session_id=session_id if scope == "session" else None,
+        retention_days=settings.retentionDays,
+        settings=settings,
+        touch=True,
+    )

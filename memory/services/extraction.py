@@ -1,0 +1,157 @@
+"""Learning from a chat exchange: extract facts from both sides and store them (SPEC §3, reference §2.4–2.5).
+
+Runs in the Huey task :func:`memory.tasks.extraction.extract_from_exchange`, enqueued by the gateway
+after the response is complete; never on the request path.
+
+Differences from the reference, deliberate:
+
+* the owner must be an existing, unrevoked key (the original stored facts for any id it was given);
+* a fact found in both the user's message and the assistant's answer is stored once, from the user's
+  side (the original stored it twice, the answer's copy overwriting the user's ``source``);
+* each fact is written on its own; a failing one is logged with its context and skipped, except a
+  transient database error (``OperationalError``: the database is locked or busy), which is re-raised so
+  the task is retried — the writes are upserts on ``(owner, key)``, so a retry cannot duplicate anything.
+
+The extraction itself (rules, polarity, 64 KiB tail) is :func:`memory.extraction.extract_facts`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import OperationalError
+from django.utils import timezone
+
+from memory.extraction import MAX_EXTRACTION_TEXT_LENGTH, Fact, extract_facts
+from memory.models import ApiKey, Memory
+from memory.services.memories import MemoryInput, memory_create
+
+__all__ = ["assistant_text_from_response", "extraction_run", "user_text_from_request"]
+
+logger = logging.getLogger("memory.extraction")
+
+
+def _tail(text: str) -> str:
+    # Characters, not UTF-16 units: never shorter than the 64 KiB tail extract_facts reads.
+    return text[-MAX_EXTRACTION_TEXT_LENGTH:]
+
+
+def _parts_text(parts: list[Any]) -> str:
+    texts = [
+        part["text"].strip()
+        for part in parts
+        if isinstance(part, Mapping) and isinstance(part.get("text"), str) and part["text"].strip()
+    ]
+    return "\n".join(texts)
+
+
+def user_text_from_request(body: Any) -> str:
+    """The text of the last ``user`` message of a chat request (reference §2.5), capped to the 64 KiB tail.
+
+    A string content is trimmed; an array content gives the trimmed ``text`` of its parts joined by
+    ``"\\n"``. Responses-API ``input`` is read the same way when there are no messages. ``""`` if none.
+    """
+    if not isinstance(body, Mapping):
+        return ""
+    for field in ("messages", "input"):
+        items = body.get(field)
+        if field == "input" and isinstance(items, str):
+            return _tail(items.strip())
+        if not isinstance(items, list):
+            continue
+        for item in reversed(items):
+            if not isinstance(item, Mapping):
+                continue
+            role = item.get("role")
+            if field == "messages" and role != "user":
+                continue
+            if field == "input" and (role not in (None, "", "user") or item.get("type") not in (None, "", "message")):
+                continue
+            content = item.get("content")
+            if isinstance(content, str) and content.strip():
+                return _tail(content.strip())
+            if isinstance(content, list):
+                text = _parts_text(content)
+                if text:
+                    return _tail(text)
+        if items:
+            return ""
+    return ""
+
+
+def assistant_text_from_response(data: Any) -> str:
+    """The assistant's text in a non-streaming response (reference §2.5), capped to the 64 KiB tail:
+    OpenAI ``choices[0].message.content``, else Anthropic ``content[]`` text parts, else Responses
+    ``output_text``; ``""`` if none."""
+    if not isinstance(data, Mapping):
+        return ""
+    choices = data.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        message = choices[0].get("message")
+        if isinstance(message, Mapping) and isinstance(message.get("content"), str):
+            return _tail(message["content"])
+    content = data.get("content")
+    if isinstance(content, list):
+        text = _parts_text([p for p in content if isinstance(p, Mapping) and p.get("type") == "text"])
+        if text:
+            return _tail(text)
+    output_text = data.get("output_text")
+    return _tail(output_text) if isinstance(output_text, str) else ""
+
+
+def _facts(user_text: str, assistant_text: str) -> list[Fact]:
+    facts = extract_facts(user_text, source="user_message")
+    seen = {fact.key for fact in facts}
+    facts.extend(f for f in extract_facts(assistant_text, source="llm_response") if f.key not in seen)
+    return facts
+
+
+def extraction_run(*, owner_id: str, session_id: str, user_text: str, assistant_text: str) -> list[Memory]:
+    """Extract facts from ``user_text`` (source ``user_message``) and ``assistant_text`` (source
+    ``llm_response``) and upsert each as a memory of ``owner_id`` in ``session_id``.
+
+    Returns the memories written (created or updated), in fact order. An unknown or revoked owner gives
+    ``[]``. Never raises, except ``OperationalError`` (transient: the caller may retry, see the module
+    docstring).
+    """
+    context = {"owner_id": owner_id, "session_id": session_id}
+    try:
+        owner = ApiKey.objects.filter(pk=owner_id, revoked_at__isnull=True).first()
+    except (ValidationError, ValueError):
+        owner = None
+    if owner is None:
+        logger.info("memory.extraction.skipped", extra={**context, "reason": "unknown_or_revoked_owner"})
+        return []
+
+    facts = _facts(user_text or "", assistant_text or "")
+    now = timezone.now()
+    stored: list[Memory] = []
+    for fact in facts:
+        item = MemoryInput(
+            owner=owner,
+            content=fact.content,
+            key=fact.key,
+            type=fact.type,
+            session_id=session_id or "",
+            metadata=fact.metadata(now),
+        )
+        try:
+            memory, _ = memory_create(item)
+        except OperationalError:
+            logger.warning(
+                "memory.extraction.transient_failure",
+                extra={**context, "key": fact.key, "source": fact.source},
+                exc_info=True,
+            )
+            raise
+        except Exception:
+            logger.exception(
+                "memory.extraction.failed", extra={**context, "key": fact.key, "source": fact.source}
+            )
+            continue
+        stored.append(memory)
+    logger.info("memory.extraction.done", extra={**context, "facts": len(facts), "stored": len(stored)})
+    return stored

@@ -1,0 +1,197 @@
+"""Vectors for memories: embed on write, lazily on read, and in reindex batches.
+
+A memory's vector is missing or stale while ``needs_reindex`` is true. The
+flag is cleared only for the exact content that was embedded, so an edit
+racing with a reindex leaves the memory queued rather than wrongly indexed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from memory.conf import MemorySettings, get_memory_settings
+from memory.embeddings.base import EmbeddingError, EmbeddingSource
+from memory.embeddings.runtime import Resolution, get_source
+from memory.models import Memory
+from memory.signals import reindex_progress
+from memory.vectorstores.base import VectorItem, VectorStore
+from memory.vectorstores.registry import active_store
+
+logger = logging.getLogger("memory.indexing")
+
+BATCH_SIZE = 64
+
+
+@dataclass
+class VectorContext:
+    """A usable (source, store) pair, or the reason there is none."""
+
+    source: EmbeddingSource | None
+    store: VectorStore | None
+    resolution: Resolution
+    store_name: str
+    reason: str | None
+
+    @property
+    def usable(self) -> bool:
+        return self.source is not None and self.store is not None
+
+
+def vector_context(settings: MemorySettings | None = None) -> VectorContext:
+    settings = settings or get_memory_settings()
+    source, resolution = get_source(settings)
+    choice = active_store(settings)
+    reason = None
+    if source is None:
+        reason = resolution.reason
+    elif choice.store is None:
+        reason = choice.reason
+    return VectorContext(source, choice.store, resolution, choice.name, reason)
+
+
+def embed_texts(ctx: VectorContext, texts: list[str]):
+    """Embed ``texts`` and make sure the store matches the source's signature."""
+    vectors = ctx.source.embed(texts)
+    ctx.store.ensure(signature=ctx.source.signature, dim=int(vectors.shape[1]))
+    return vectors
+
+
+def index_memories(memories: Sequence[Memory], ctx: VectorContext) -> int:
+    """Embed and store the vectors of ``memories``; returns how many were indexed.
+
+    Raises ``EmbeddingError`` when the source fails (nothing is marked done).
+    """
+    if not memories:
+        return 0
+    vectors = embed_texts(ctx, [m.content for m in memories])
+    with transaction.atomic():
+        ctx.store.upsert(
+            [VectorItem(m.seq, str(m.owner_id), v) for m, v in zip(memories, vectors, strict=True)]
+        )
+        done = 0
+        for memory in memories:
+            done += Memory.objects.filter(seq=memory.seq, content=memory.content).update(needs_reindex=False)
+    return done
+
+
+def index_by_seqs(seqs: Sequence[int]) -> int:
+    """Index the given memories now (the per-write task). Logs and returns 0 when impossible."""
+    ctx = vector_context()
+    if not ctx.usable:
+        logger.info("vectors skipped for %s memories: %s", len(seqs), ctx.reason)
+        return 0
+    memories = list(
+        Memory.objects.filter(seq__in=list(seqs), needs_reindex=True).only("seq", "owner_id", "content")
+    )
+    try:
+        return sum(
+            index_memories(memories[i : i + BATCH_SIZE], ctx) for i in range(0, len(memories), BATCH_SIZE)
+        )
+    except EmbeddingError as exc:
+        logger.warning(
+            "embedding failed for %s memories (%s); they stay queued for reindex", len(memories), exc
+        )
+        return 0
+
+
+def lazy_index(owner_ids, ctx: VectorContext, *, limit: int) -> int:
+    """Embed up to ``limit`` not-yet-indexed memories of ``owner_ids`` (bounded work on a read)."""
+    if limit <= 0:
+        return 0
+    qs = Memory.objects.filter(needs_reindex=True)
+    if owner_ids is not None:
+        qs = qs.filter(owner_id__in=list(owner_ids))
+    pending = list(qs.order_by("-created_at").only("seq", "owner_id", "content")[:limit])
+    if not pending:
+        return 0
+    try:
+        return index_memories(pending, ctx)
+    except EmbeddingError as exc:
+        logger.warning("lazy embedding of %s memories failed: %s", len(pending), exc)
+        return 0
+
+
+def pending_count() -> int:
+    return Memory.objects.filter(needs_reindex=True).count()
+
+
+def reindex_batch(ctx: VectorContext, *, limit: int = 100) -> dict:
+    """One batch of the queue, oldest first: ``{processed, errors}``."""
+    queue = list(
+        Memory.objects.filter(needs_reindex=True)
+        .order_by("created_at", "seq")
+        .only("seq", "owner_id", "content")[:limit]
+    )
+    processed = errors = 0
+    for start in range(0, len(queue), BATCH_SIZE):
+        chunk = queue[start : start + BATCH_SIZE]
+        try:
+            processed += index_memories(chunk, ctx)
+        except EmbeddingError as exc:
+            errors += len(chunk)
+            logger.warning("reindex: embedding %s memories failed: %s", len(chunk), exc)
+    return {"processed": processed, "errors": errors}
+
+
+def reindex_all(*, progress: Callable[[int, int], None] | None = None, batch: int = 256) -> dict:
+    """Drain the queue in batches, reporting ``(done, total)`` after each.
+
+    Stops early when a batch makes no progress (the source is failing), so a
+    broken embedding endpoint does not loop forever.
+    """
+    ctx = vector_context()
+    total = pending_count()
+    if not ctx.usable:
+        logger.warning("reindex: nothing done, %s", ctx.reason)
+        _progress(progress, 0, total, finished=True)
+        return {"processed": 0, "errors": 0, "pending": total, "reason": ctx.reason}
+    done = errors = 0
+    _progress(progress, 0, total, finished=total == 0)
+    while True:
+        result = reindex_batch(ctx, limit=batch)
+        done += result["processed"]
+        errors += result["errors"]
+        remaining = pending_count()
+        if remaining == 0 or result["processed"] == 0:
+            break
+        _progress(progress, done, total, finished=False)
+    _progress(progress, done, total, finished=True)
+    logger.info("reindex finished: %s processed, %s errors, %s pending", done, errors, remaining)
+    return {"processed": done, "errors": errors, "pending": remaining, "reason": None}
+
+
+def _progress(callback, done: int, total: int, *, finished: bool) -> None:
+    if callback is not None:
+        callback(done, total)
+    reindex_progress.send(sender=Memory, done=done, total=total, finished=finished)
+
+
+def reindex_start(*, force: bool = False) -> int:
+    """Queue a full reindex in the background; ``force`` re-embeds everything.
+    Returns the number of memories pending."""
+    if force:
+        Memory.objects.update(needs_reindex=True)
+    pending = pending_count()
+    schedule_reindex()
+    return pending
+
+
+def schedule_indexing(seqs: Sequence[int]) -> None:
+    """After commit, embed these memories in the background (the write path)."""
+    if not seqs:
+        return
+    from memory.tasks.indexing import index_memories_task
+
+    seqs = [int(s) for s in seqs]
+    transaction.on_commit(lambda: index_memories_task(seqs))
+
+
+def schedule_reindex() -> None:
+    """After commit, drain the reindex queue in the background (bulk writes)."""
+    from memory.tasks.indexing import reindex_task
+
+    transaction.on_commit(lambda: reindex_task())

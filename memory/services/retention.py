@@ -1,0 +1,95 @@
+"""Removing many memories at once: the MCP ``clear`` tool and summarisation.
+
+Ages are compared as instants, not as text: SQLite stores datetimes as
+strings, and rows written by other tools (``datetime('now')`` gives
+``YYYY-MM-DD HH:MM:SS``, JavaScript ``…T…Z``) do not sort like Django's
+format (reference L14), so cutoffs go through ``julianday()``.
+
+The reference's clear looked only at the 50 newest matches (B12) and counted
+attempts as deletions; here every match goes, in one transaction, and the
+count is what the database deleted. FTS entries and vectors follow through
+the delete triggers.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.db import connection, transaction
+from django.db.models import F, FloatField, Func, QuerySet
+
+from memory.models import ApiKey, Memory
+from memory.selectors import live_memories
+from memory.signals import memory_changed
+
+logger = logging.getLogger("memory.services")
+
+DELETE_CHUNK = 500
+UNIX_EPOCH_JULIAN_DAY = 2440587.5
+
+
+def older_than(qs: QuerySet[Memory], cutoff: datetime) -> QuerySet[Memory]:
+    """Rows of ``qs`` created strictly before ``cutoff``, compared as instants (L14)."""
+    if connection.vendor != "sqlite":
+        return qs.filter(created_at__lt=cutoff)
+    julian_cutoff = cutoff.timestamp() / 86400.0 + UNIX_EPOCH_JULIAN_DAY
+    created = Func(F("created_at"), function="julianday", output_field=FloatField())
+    return qs.alias(created_jd=created).filter(created_jd__lt=julian_cutoff)
+
+
+def delete_memories(qs: QuerySet[Memory]) -> int:
+    """Delete the rows of ``qs`` in chunks; returns how many were deleted.
+
+    Sends one ``memory_changed`` (action ``"bulk"``) per owner after commit
+    instead of one per row.
+    """
+    seqs_by_owner: dict = {}
+    for seq, owner_id in qs.order_by().values_list("seq", "owner_id"):
+        seqs_by_owner.setdefault(owner_id, []).append(seq)
+    seqs = [seq for owner_seqs in seqs_by_owner.values() for seq in owner_seqs]
+    deleted = 0
+    with transaction.atomic():
+        for start in range(0, len(seqs), DELETE_CHUNK):
+            count, _ = Memory.objects.filter(seq__in=seqs[start : start + DELETE_CHUNK]).delete()
+            deleted += count
+        owners = list(seqs_by_owner)
+
+        def send() -> None:
+            for owner_id in owners:
+                try:
+                    memory_changed.send(sender=Memory, action="bulk", owner_id=owner_id, memory_id=None)
+                except Exception:
+                    logger.exception("memory_changed receiver failed (bulk delete, owner %s)", owner_id)
+
+        transaction.on_commit(send)
+    return deleted
+
+
+@transaction.atomic
+def memory_clear(
+    *, owner: ApiKey, type: str | None = None, created_before: datetime | None = None, dry_run: bool = False
+) -> dict:
+    """Delete all of ``owner``'s live memories matching ``type`` and created before ``created_before``.
+
+    Returns ``{"matched": n, "deletedCount": n (0 on a dry run), "ids": [uuid, …]}``;
+    ``ids`` lists the matches (at most 1000 of them, oldest first).
+    """
+    qs = live_memories().filter(owner=owner)
+    if type:
+        qs = qs.filter(type=type)
+    if created_before is not None:
+        qs = older_than(qs, created_before)
+    qs = qs.select_for_update()
+    matched = qs.count()
+    ids = [str(u) for u in qs.order_by("created_at", "seq").values_list("uuid", flat=True)[:1000]]
+    deleted = 0 if dry_run else delete_memories(qs)
+    logger.info(
+        "clear of %s (type=%s, before=%s): %s matched, %s deleted",
+        owner.pk,
+        type,
+        created_before,
+        matched,
+        deleted,
+    )
+    return {"matched": matched, "deletedCount": deleted, "ids": ids}

@@ -1,0 +1,215 @@
+"""Compaction of an owner's memories (reference §5.1, §5.2, with L14 and L15 fixed).
+
+Two behaviours, always for one owner at a time:
+
+* :func:`summarize_to_budget` keeps the newest memories that fit a token
+  budget and condenses every other one, in place, to its first three
+  sentences;
+* :func:`summarize_older_than` replaces the memories older than N days by a
+  single ``semantic`` summary memory that lists them (their ids are kept in
+  its metadata) and deletes them, in one transaction.
+
+Nothing here ever merges two owners: with no owner given, callers use
+:func:`summarize_owners`, which runs each owner in its own transaction (the
+reference merged every key into one summary owned by ``""``: L15).
+
+Ages are compared as datetimes, not as text (L14): see
+:func:`memory.services.retention.older_than`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import F, QuerySet
+from django.utils import timezone
+
+from memory.models import ApiKey, Memory, MemoryType
+from memory.representation import iso
+from memory.retrieval.budget import estimate_tokens
+from memory.selectors import live_memories
+from memory.services.memories import MemoryInput, memory_create, memory_update
+from memory.services.retention import delete_memories, older_than
+
+logger = logging.getLogger("memory.summarization")
+
+SENTENCE_END = re.compile(r"[.!?]+")
+SUMMARY_SENTENCES = 3
+# Marks a memory as a summary made here; summaries are never summarised again
+# (a summary of summaries would cut each listed line to three sentences).
+SUMMARY_IDS_KEY = "summarizedIds"
+
+
+def generate_summary(content: str) -> str:
+    """The first three sentences of ``content``, or ``content`` itself when it has at most three.
+
+    Sentences end at runs of ``.``, ``!`` or ``?``; the result ends them all
+    with ``.``: ``"Wow! Really? Yes. No."`` gives ``"Wow. Really. Yes."``.
+    """
+    sentences = [part.strip() for part in SENTENCE_END.split(content)]
+    sentences = [part for part in sentences if part]
+    if len(sentences) <= SUMMARY_SENTENCES:
+        return content
+    return ". ".join(sentences[:SUMMARY_SENTENCES]) + "."
+
+
+# -- budget compaction (reference §5.1) --------------------------------------------------------------
+
+
+@transaction.atomic
+def summarize_to_budget(
+    *, owner: ApiKey, session_id: str | None = None, max_tokens: int = 4000, dry_run: bool = False
+) -> dict:
+    """Condense ``owner``'s memories that do not fit ``max_tokens``, newest kept first.
+
+    Walks the memories newest to oldest keeping each one that still fits the
+    running total (no early stop: a later, smaller one can still be kept);
+    every other memory is rewritten to :func:`generate_summary` of itself,
+    through :func:`memory_update` (so it is re-embedded and the Studio hears
+    of it). ``summarizedCount`` counts condensed memories even when the text
+    was already short enough to stay unchanged. Returns
+    ``{originalCount, summarizedCount, tokensSaved, dryRun}``.
+    """
+    qs = live_memories().filter(owner=owner)
+    if session_id:
+        qs = qs.filter(session_id=session_id)
+    rows = list(qs.select_for_update().order_by(F("created_at").desc(), F("seq").desc()))
+    total = summarized = saved = 0
+    for memory in rows:
+        tokens = estimate_tokens(memory.content)
+        if total + tokens <= max_tokens:
+            total += tokens
+            continue
+        summary = generate_summary(memory.content)
+        summarized += 1
+        saved += tokens - estimate_tokens(summary)
+        if summary != memory.content and not dry_run:
+            memory_update(memory, content=summary)
+    logger.info(
+        "budget compaction of %s: %s memories, %s condensed, %s tokens saved%s",
+        owner.pk,
+        len(rows),
+        summarized,
+        saved,
+        " (dry run)" if dry_run else "",
+    )
+    return {
+        "originalCount": len(rows),
+        "summarizedCount": summarized,
+        "tokensSaved": saved,
+        "dryRun": dry_run,
+    }
+
+
+# -- older-than compaction (reference §5.2) ----------------------------------------------------------
+
+
+@dataclass
+class OlderThanResult:
+    """What :func:`summarize_older_than` found and did for one owner."""
+
+    owner: ApiKey
+    older_than_days: int
+    candidates: list[Memory] = field(default_factory=list)
+    total_tokens: int = 0
+    deleted_count: int = 0
+    summary: Memory | None = None
+    dry_run: bool = False
+
+    @property
+    def summary_id(self) -> str | None:
+        return str(self.summary.uuid) if self.summary is not None else None
+
+
+def summary_text(candidates: list[Memory], days: int) -> str:
+    header = f"Summary of {len(candidates)} memories older than {days} days:"
+    lines = [
+        f"[{m.type}] {m.key}: {generate_summary(m.content)}"
+        if m.key
+        else f"[{m.type}] {generate_summary(m.content)}"
+        for m in candidates
+    ]
+    return "\n".join([header, *lines])
+
+
+def summarize_older_than(
+    *, owner: ApiKey, days: int, dry_run: bool = False, now: datetime | None = None
+) -> OlderThanResult:
+    """Replace ``owner``'s memories created more than ``days`` days ago by one summary memory.
+
+    Candidates are the owner's live memories older than the cutoff, oldest
+    first, except earlier summaries. Unless ``dry_run`` (or there is nothing to
+    do), one ``semantic`` memory is created whose content lists each candidate
+    as ``[type] key: first three sentences`` under an English header, and
+    whose metadata holds ``summarizedIds`` (the originals' ids), then every
+    candidate is deleted (FTS and vectors with it).
+
+    Selection, creation and deletion run in one transaction. On SQLite the
+    backend opens write transactions with ``BEGIN IMMEDIATE``, so two runs at
+    the same time are serialised and the second finds nothing left to do;
+    other databases lock the candidate rows (``SELECT … FOR UPDATE``).
+    """
+    now = now or timezone.now()
+    result = OlderThanResult(owner=owner, older_than_days=days, dry_run=dry_run)
+    with transaction.atomic():
+        qs = live_memories(now=now).filter(owner=owner).exclude(metadata__has_key=SUMMARY_IDS_KEY)
+        qs = older_than(qs, now - timedelta(days=days)).order_by("created_at", "seq")
+        result.candidates = list(qs.select_for_update())
+        result.total_tokens = sum(estimate_tokens(m.content) for m in result.candidates)
+        if dry_run or not result.candidates:
+            return result
+        summary, _ = memory_create(
+            MemoryInput(
+                owner=owner,
+                type=MemoryType.SEMANTIC,
+                # A random suffix: the key must never upsert over an earlier summary.
+                key=f"summary_{iso(now)}_{uuid.uuid4().hex[:8]}",
+                content=summary_text(result.candidates, days),
+                metadata={
+                    "summarizedCount": len(result.candidates),
+                    "olderThanDays": days,
+                    "generatedAt": iso(now),
+                    "totalTokens": result.total_tokens,
+                    SUMMARY_IDS_KEY: [str(m.uuid) for m in result.candidates],
+                },
+            )
+        )
+        result.summary = summary
+        result.deleted_count = delete_memories(
+            Memory.objects.filter(seq__in=[m.seq for m in result.candidates])
+        )
+    logger.info(
+        "summarised %s memories (%s tokens) of %s older than %s days into %s",
+        result.deleted_count,
+        result.total_tokens,
+        owner.pk,
+        days,
+        result.summary_id,
+    )
+    return result
+
+
+def summarizable_owners() -> QuerySet[ApiKey]:
+    """Every owner except the private health-check probe."""
+    from memory.services.health import PROBE_OWNER_ID
+
+    return ApiKey.objects.exclude(pk=PROBE_OWNER_ID).order_by("created_at", "pk")
+
+
+def summarize_owners(
+    *, owners: Iterable[ApiKey], days: int, dry_run: bool = False, now: datetime | None = None
+) -> list[OlderThanResult]:
+    """:func:`summarize_older_than` for each owner separately (never merged), in order."""
+    now = now or timezone.now()
+    return [summarize_older_than(owner=owner, days=days, dry_run=dry_run, now=now) for owner in owners]
+
+
+def summarize_all_owners(*, days: int, dry_run: bool = False) -> list[OlderThanResult]:
+    """Every owner, one at a time, each in its own transaction (reference L15 fixed)."""
+    return summarize_owners(owners=summarizable_owners(), days=days, dry_run=dry_run)
