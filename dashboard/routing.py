@@ -1,3 +1,9 @@
 """Websocket routes of the Studio (live updates)."""
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from dashboard.consumers import StudioConsumer
+
+websocket_urlpatterns = [
+    path("ws/dashboard/memory/", StudioConsumer.as_asgi()),
+]

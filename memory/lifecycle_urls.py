@@ -1,3 +1,16 @@
-"""Top-level routes outside /api/: /healthz (load balancers) and /mcp (MCP over HTTP)."""
+"""Top-level routes outside /api/: /healthz (load balancers) and /mcp (MCP over HTTP).
 
-urlpatterns: list = []
+``/mcp`` is answered by the MCP ASGI application, which ``omniroute.asgi``
+puts in front of Django; the route here only tells a WSGI deployment (or a
+test client) where MCP lives instead of answering a bare 404.
+"""
+
+from django.urls import path, re_path
+
+from memory.api import views_lifecycle
+from memory.mcp import mcp_over_wsgi
+
+urlpatterns = [
+    path("healthz", views_lifecycle.healthz, name="healthz"),
+    re_path(r"^mcp/?$", mcp_over_wsgi, name="mcp"),
+]

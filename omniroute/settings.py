@@ -144,6 +144,7 @@ MEMORY_VECTOR_STORE = envchoice("MEMORY_VECTOR_STORE", "auto", ("sqlite-vec", "q
 MEMORY_VEC_QUANTIZATION = envchoice("MEMORY_VEC_QUANTIZATION", "none", ("none", "int8"))
 MEMORY_VEC_TOP_K = envint("MEMORY_VEC_TOP_K", 20, minimum=1, maximum=1000)
 MEMORY_VEC_CHUNK_SIZE = envint("MEMORY_VEC_CHUNK_SIZE", 64, minimum=8)
+MEMORY_VEC_CACHE_MB = envint("MEMORY_VEC_CACHE_MB", 1024, minimum=0)
 MEMORY_RRF_K = envint("MEMORY_RRF_K", 60, minimum=1)
 MEMORY_EMBEDDING_CACHE_MAX = envint("MEMORY_EMBEDDING_CACHE_MAX", 1000, minimum=0)
 MEMORY_EMBEDDING_CACHE_TTL_MS = envint("MEMORY_EMBEDDING_CACHE_TTL_MS", 300_000, minimum=0)
@@ -223,3 +224,4 @@ LOGGING = {
         "huey": {"level": "INFO"},
     },
 }
+FORMS_URLFIELD_ASSUME_HTTPS = True

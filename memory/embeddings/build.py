@@ -392,14 +392,13 @@ _SIF_COEFFICIENT = 1e-4
 
 
 def _vocab_embeddings(onnx_dir: Path, batch_size: int, threads: int, progress: Callable[[int, int], None] | None) -> np.ndarray:
-    """Run every vocabulary id through the float model as ``[CLS] token [SEP]`` and return (vocab, 384)."""
+    """Run every vocabulary id through the float model as ``[CLS] token`` and return (vocab, 384)."""
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(onnx_dir / TOKENIZER_FILENAME))
     vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
     cls_id = tokenizer.token_to_id("[CLS]")
-    sep_id = tokenizer.token_to_id("[SEP]")
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -409,8 +408,11 @@ def _vocab_embeddings(onnx_dir: Path, batch_size: int, threads: int, progress: C
     for start in range(0, vocab_size, batch_size):
         ids = np.arange(start, min(start + batch_size, vocab_size), dtype=np.int64)
         # Feed ids directly rather than re-tokenising the token strings: "##ing" as text would
-        # tokenise to "#", "#", "ing" and lose what the row is for.
-        input_ids = np.stack([np.full_like(ids, cls_id), ids, np.full_like(ids, sep_id)], axis=1)
+        # tokenise to "#", "#", "ing" and lose what the row is for. No trailing [SEP]: it costs a
+        # third more compute (~38 s instead of ~25 s on one core) and, on a small paraphrase
+        # check, matched nearest neighbours slightly worse (0.75 vs 0.81); the bare token without
+        # [CLS] is faster still (~12 s) but clearly worse (0.56).
+        input_ids = np.stack([np.full_like(ids, cls_id), ids], axis=1)
         out[start : start + len(ids)] = session.run(
             [OUTPUT_NAME],
             {
@@ -436,9 +438,10 @@ def build_static(
     """Distil the built ONNX MiniLM into a static token-embedding table (model2vec style); return ``out_path``.
 
     Steps:
-        1. embed every vocabulary id as the text ``[CLS] token [SEP]`` through ``model.onnx``
-           (mean-pooled and normalised, as for any text);
-        2. centre and project to ``dims`` dimensions with PCA (numpy SVD);
+        1. embed every vocabulary id as the sequence ``[CLS] token`` through ``model.onnx``
+           (mean-pooled and normalised, as for any text), in batches;
+        2. centre and project to ``dims`` dimensions with PCA (eigenvectors of the 384 x 384
+           covariance, which equals the SVD's principal axes at a fraction of the cost);
         3. weight each row by SIF, ``a / (a + p)`` with ``a = 1e-4`` and ``p`` a Zipf
            distribution over the token's rank. WordPiece vocabularies carry no counts, so the
            vocabulary id stands in for the rank: BERT's vocab lists special/unused tokens and
@@ -478,9 +481,9 @@ def build_static(
     embed_seconds = time.perf_counter() - started
 
     centred = vectors - vectors.mean(axis=0, keepdims=True)
-    # Right singular vectors of the centred matrix are the principal axes, largest variance first.
-    _, _, vt = np.linalg.svd(centred, full_matrices=False)
-    projected = centred @ vt[:dims].T
+    # Eigenvectors of X^T X are the right singular vectors of X; eigh sorts ascending.
+    _, eigenvectors = np.linalg.eigh(centred.T @ centred)
+    projected = centred @ eigenvectors[:, ::-1][:, :dims]
 
     ranks = np.arange(2, projected.shape[0] + 2, dtype=np.float64)
     zipf = (1.0 / ranks) / np.sum(1.0 / ranks)

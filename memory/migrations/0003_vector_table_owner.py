@@ -19,6 +19,7 @@ class Migration(migrations.Migration):
             reverse_sql=[
                 "DROP TRIGGER IF EXISTS memory_vec_ad",
                 "DROP TABLE IF EXISTS memory_vec",
+                "DROP TABLE IF EXISTS memory_vec_log",
                 "UPDATE memory_vec_meta SET active_dim = NULL, embedding_signature = NULL, vec_loaded = 0",
             ],
         )

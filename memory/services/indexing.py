@@ -24,6 +24,7 @@ from memory.vectorstores.registry import active_store
 logger = logging.getLogger("memory.indexing")
 
 BATCH_SIZE = 64
+LOG_COMPACT_AFTER = 20_000
 
 
 @dataclass
@@ -159,6 +160,10 @@ def reindex_all(*, progress: Callable[[int, int], None] | None = None, batch: in
         if remaining == 0 or result["processed"] == 0:
             break
         _progress(progress, done, total, finished=False)
+    compact = getattr(ctx.store, "compact_log", None)
+    if compact is not None and done >= LOG_COMPACT_AFTER:
+        # Replaying a huge change log would cost every process more than reloading.
+        compact()
     _progress(progress, done, total, finished=True)
     logger.info("reindex finished: %s processed, %s errors, %s pending", done, errors, remaining)
     return {"processed": done, "errors": errors, "pending": remaining, "reason": None}

@@ -186,3 +186,42 @@ def test_bulk_create_upserts_in_input_order(alice, bob):
     assert (row.content, row.metadata) == ("new", {"a": 1, "b": 2})
     assert Memory.objects.get(owner=alice, key="k2").content == "second"
     assert fts_rowids() == set(Memory.objects.values_list("seq", flat=True))
+
+
+@pytest.mark.parametrize("cache_mb", [1024, 0])
+def test_search_sees_every_committed_write_with_or_without_the_matrix_cache(alice, settings, cache_mb):
+    settings.MEMORY_VEC_CACHE_MB = cache_mb
+    store = SqliteVecStore()
+    store.ensure(signature="test:hash:8", dim=8)
+    a = make_memory(alice, content="a")
+    store.upsert([VectorItem(a.seq, a.owner_id, hash_embed("a"))])
+    owner = [str(alice.pk)]
+    assert [h.seq for h in store.search(owner_ids=owner, vector=hash_embed("a"), k=5)] == [a.seq]
+
+    b = make_memory(alice, content="b")
+    store.upsert([VectorItem(b.seq, b.owner_id, hash_embed("b"))])
+    assert store.search(owner_ids=owner, vector=hash_embed("b"), k=1)[0].seq == b.seq
+
+    store.upsert([VectorItem(a.seq, a.owner_id, hash_embed("b"))])  # a's vector replaced
+    top = store.search(owner_ids=owner, vector=hash_embed("b"), k=2)
+    assert {h.seq for h in top} == {a.seq, b.seq} and min(h.score for h in top) > 0.999
+
+    memory_delete(b)
+    assert [h.seq for h in store.search(owner_ids=owner, vector=hash_embed("b"), k=5)] == [a.seq]
+    store.delete([a.seq])
+    assert store.search(owner_ids=owner, vector=hash_embed("b"), k=5) == []
+
+
+def test_the_matrix_cache_matches_the_vec0_knn(alice, bob, settings):
+    store = SqliteVecStore()
+    store.ensure(signature="test:hash:8", dim=8)
+    memories = [make_memory(alice if i % 3 else bob, content=f"text {i}") for i in range(60)]
+    store.upsert([VectorItem(m.seq, m.owner_id, hash_embed(m.content)) for m in memories])
+    query = hash_embed("query")
+    settings.MEMORY_VEC_CACHE_MB = 1024
+    cached = store.search(owner_ids=[str(alice.pk)], vector=query, k=10)
+    settings.MEMORY_VEC_CACHE_MB = 0
+    knn = store.search(owner_ids=[str(alice.pk)], vector=query, k=10)
+    assert [h.seq for h in cached] == [h.seq for h in knn]
+    assert [round(h.score, 4) for h in cached] == [round(h.score, 4) for h in knn]
+    assert all(Memory.objects.get(seq=h.seq).owner_id == alice.pk for h in cached)

@@ -1,0 +1,156 @@
+"""Server-rendered SVG charts for the Engine tab (no JavaScript, no charting library)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from django.db.models import Count
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString, mark_safe
+
+from memory import selectors
+from memory.access import Principal
+
+TYPE_COLOURS = {
+    "factual": "#2563eb",
+    "episodic": "#059669",
+    "procedural": "#d97706",
+    "semantic": "#dc2626",
+    "short_term": "#7c3aed",
+    "long_term": "#0891b2",
+    "entity": "#db2777",
+}
+
+
+@dataclass(frozen=True)
+class Activity:
+    days: list[tuple[date, int]]
+    by_type: list[tuple[str, int]]
+
+    @property
+    def total_in_window(self) -> int:
+        return sum(n for _, n in self.days)
+
+
+def memory_activity(*, principal: Principal, owner_ids, days: int = 30) -> Activity:
+    """Memories created per day over the last ``days`` days, and live memories per type (2 queries)."""
+    today = timezone.localdate()
+    start = today - timedelta(days=days - 1)
+    qs = selectors.visible_memories(principal=principal, owner_ids=owner_ids)
+    per_day = {
+        row["day"]: row["n"]
+        for row in qs.filter(created_at__date__gte=start)
+        .annotate(day=TruncDate("created_at"))
+        .order_by()
+        .values("day")
+        .annotate(n=Count("seq"))
+    }
+    by_type = [
+        (row["type"], row["n"])
+        for row in qs.order_by().values("type").annotate(n=Count("seq")).order_by("-n", "type")
+    ]
+    series = [(start + timedelta(days=i), per_day.get(start + timedelta(days=i), 0)) for i in range(days)]
+    return Activity(days=series, by_type=by_type)
+
+
+def _n(value: float) -> str:
+    """Coordinates with one decimal (format_html escapes its arguments to strings first)."""
+    return f"{value:.1f}"
+
+
+def _nice_max(value: int) -> int:
+    for step in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10000):
+        if value <= step * 4:
+            return max(4, step * 4)
+    return value
+
+
+def per_day_svg(activity: Activity, *, width: int = 640, height: int = 200) -> SafeString:
+    """A bar chart of memories created per day."""
+    left, right, top, bottom = 36, 8, 12, 28
+    plot_w, plot_h = width - left - right, height - top - bottom
+    peak = _nice_max(max((n for _, n in activity.days), default=0))
+    slot = plot_w / max(1, len(activity.days))
+    bar_w = max(2.0, slot * 0.7)
+    grid = format_html_join(
+        "",
+        '<line x1="{}" x2="{}" y1="{}" y2="{}" class="grid"/>'
+        '<text x="{}" y="{}" class="axis" text-anchor="end">{}</text>',
+        (
+            (left, width - right, _n(top + plot_h * (1 - f)), _n(top + plot_h * (1 - f)), left - 6,
+             _n(top + plot_h * (1 - f) + 4), round(peak * f))
+            for f in (0, 0.25, 0.5, 0.75, 1)
+        ),
+    )
+    bars = format_html_join(
+        "",
+        '<rect x="{}" y="{}" width="{}" height="{}" rx="2" class="bar">'
+        "<title>{}: {} memor{}</title></rect>",
+        (
+            (_n(left + i * slot + (slot - bar_w) / 2), _n(top + plot_h - plot_h * n / peak), _n(bar_w),
+             _n(plot_h * n / peak), day.isoformat(), n, "y" if n == 1 else "ies")
+            for i, (day, n) in enumerate(activity.days)
+        ),
+    )
+    labels = format_html_join(
+        "",
+        '<text x="{}" y="{}" class="axis" text-anchor="middle">{}</text>',
+        (
+            (_n(left + i * slot + slot / 2), height - 8, day.strftime("%b %d"))
+            for i, (day, _) in enumerate(activity.days)
+            if i % 7 == 0 or i == len(activity.days) - 1
+        ),
+    )
+    return format_html(
+        '<svg class="chart" viewBox="0 0 {w} {h}" width="100%" role="img" aria-labelledby="chart-days-title">'
+        '<title id="chart-days-title">Memories created per day, last {n} days ({total} in total)</title>'
+        "{grid}{bars}{labels}</svg>",
+        w=width,
+        h=height,
+        n=len(activity.days),
+        total=activity.total_in_window,
+        grid=grid,
+        bars=bars,
+        labels=labels,
+    )
+
+
+def per_type_svg(activity: Activity, *, width: int = 640) -> SafeString:
+    """Horizontal bars: live memories per type."""
+    if not activity.by_type:
+        return mark_safe('<p class="muted">No memories for this owner yet.</p>')  # noqa: S308 (constant)
+    row_h, label_w, count_w = 26, 96, 56
+    height = row_h * len(activity.by_type) + 4
+    peak = max(n for _, n in activity.by_type) or 1
+    span = width - label_w - count_w
+    rows = format_html_join(
+        "",
+        '<text x="{lx}" y="{ty}" class="axis label" text-anchor="end">{name}</text>'
+        '<rect x="{x}" y="{y}" width="{bw}" height="16" rx="3" fill="{colour}">'
+        "<title>{name}: {n}</title></rect>"
+        '<text x="{cx}" y="{ty}" class="axis count">{n}</text>',
+        (
+            {
+                "lx": label_w - 8,
+                "ty": i * row_h + 17,
+                "name": name,
+                "x": label_w,
+                "y": i * row_h + 4,
+                "bw": _n(max(2.0, span * n / peak)),
+                "colour": TYPE_COLOURS.get(name, "#64748b"),
+                "cx": _n(label_w + max(2.0, span * n / peak) + 6),
+                "n": n,
+            }
+            for i, (name, n) in enumerate(activity.by_type)
+        ),
+    )
+    return format_html(
+        '<svg class="chart" viewBox="0 0 {w} {h}" width="100%" role="img" aria-labelledby="chart-types-title">'
+        '<title id="chart-types-title">Memories per type</title>{rows}</svg>',
+        w=width,
+        h=height,
+        rows=rows,
+    )

@@ -1,0 +1,199 @@
+"""Studio forms. Field rules come from the REST serializers (one source of validation):
+each form parses HTML input, then runs the serializer the API uses and puts its
+errors next to the matching field."""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from rest_framework import serializers
+
+from memory import conf
+from memory.api import serializers as api
+from memory.models import MemoryType
+
+STRATEGY_LABELS = {"exact": "Exact (FTS5)", "semantic": "Semantic (vector)", "hybrid": "Hybrid (RRF)"}
+
+
+class SerializerForm(forms.Form):
+    """A form whose ``clean()`` ends with a DRF serializer (``serializer_class``)."""
+
+    serializer_class: type[serializers.Serializer]
+    #: form field name → serializer field name
+    field_map: dict[str, str] = {}
+
+    def payload(self, data: dict) -> dict:
+        return {self.field_map.get(name, name): value for name, value in data.items()}
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        serializer = self.serializer_class(data=self.payload(data))
+        if serializer.is_valid():
+            self.validated = serializer.validated_data
+            return data
+        reverse = {v: k for k, v in self.field_map.items()}
+        for name, messages in serializer.errors.items():
+            field = reverse.get(name, name)
+            self.add_error(field if field in self.fields else None, [str(m) for m in _flat(messages)])
+        return data
+
+
+def _flat(messages):
+    if isinstance(messages, dict):
+        for value in messages.values():
+            yield from _flat(value)
+    elif isinstance(messages, list):
+        for value in messages:
+            yield from _flat(value)
+    else:
+        yield messages
+
+
+class JSONObjectTextField(forms.CharField):
+    """A textarea holding JSON; ``""`` is ``{}``. Object-ness is the serializer's rule."""
+
+    widget = forms.Textarea
+
+    def to_python(self, value):
+        text = (super().to_python(value) or "").strip()
+        if not text:
+            return {}
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise forms.ValidationError("Invalid JSON") from None
+
+
+class MemoryForm(SerializerForm):
+    """Add (type, key, content) and inline edit (plus metadata). The Studio asks for a key,
+    as the original did; the API also accepts keyless memories."""
+
+    serializer_class = api.MemoryCreateSerializer
+
+    type = forms.ChoiceField(choices=MemoryType.choices, initial=MemoryType.FACTUAL)
+    key = forms.CharField(max_length=255, widget=forms.TextInput(attrs={"placeholder": "e.g. user.preferences.theme"}))
+    content = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 3}))
+    metadata = JSONObjectTextField(required=False, widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}))
+
+    def __init__(self, *args, with_metadata: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not with_metadata:
+            del self.fields["metadata"]
+
+    @classmethod
+    def for_memory(cls, memory, data=None) -> MemoryForm:
+        initial = {
+            "type": memory.type,
+            "key": memory.key or "",
+            "content": memory.content,
+            "metadata": json.dumps(memory.metadata or {}, indent=2, ensure_ascii=False),
+        }
+        form = cls(data, initial=initial, with_metadata=True)
+        form.serializer_class = api.MemoryUpdateSerializer
+        return form
+
+
+class SandboxForm(forms.Form):
+    query = forms.CharField(max_length=8000)
+    strategy = forms.ChoiceField(choices=list(STRATEGY_LABELS.items()), initial="hybrid", required=False)
+    budget = forms.IntegerField(min_value=100, max_value=16000, initial=2000, required=False)
+
+    def clean_strategy(self):
+        return self.cleaned_data.get("strategy") or "hybrid"
+
+    def clean_budget(self):
+        return self.cleaned_data.get("budget") or 2000
+
+
+DEFAULT_CHAT_REQUEST = {
+    "model": "gpt-4o-mini",
+    "messages": [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "Which editor should I use for this project?"},
+    ],
+}
+
+
+class InjectionForm(forms.Form):
+    """A chat request (OpenAI Chat or Responses JSON) and the model it asks for."""
+
+    request_json = forms.CharField(widget=forms.Textarea(attrs={"rows": 9, "spellcheck": "false"}))
+    session_id = forms.CharField(max_length=200, required=False)
+
+    def clean_request_json(self):
+        try:
+            body = json.loads(self.cleaned_data["request_json"])
+        except ValueError:
+            raise forms.ValidationError("Invalid JSON") from None
+        if isinstance(body, list):
+            body = {"messages": body}
+        if not isinstance(body, dict):
+            raise forms.ValidationError("Expected a chat request object or a list of messages.")
+        conversation = body.get("messages") or body.get("input")
+        if not conversation:
+            raise forms.ValidationError('The request needs "messages" (or "input").')
+        if not isinstance(body.get("model", ""), str):
+            raise forms.ValidationError('"model" must be a string.')
+        return body
+
+
+class CompactForm(forms.Form):
+    days = forms.IntegerField(min_value=1, max_value=365, initial=30)
+    confirm = forms.BooleanField(required=False)
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField()
+
+
+class SettingsForm(SerializerForm):
+    """The memory settings of ``PUT /api/settings/memory`` that the Settings page edits."""
+
+    serializer_class = api.MemorySettingsSerializer
+
+    enabled = forms.BooleanField(required=False)
+    maxTokens = forms.IntegerField(min_value=0, max_value=16000)
+    retentionDays = forms.IntegerField(min_value=1, max_value=365)
+    strategy = forms.ChoiceField(choices=[(s, s) for s in conf.STRATEGIES])
+    skillsEnabled = forms.BooleanField(required=False)
+    autoSummarize = forms.BooleanField(required=False)
+
+
+class EngineSettingsForm(forms.Form):
+    """One Engine-tab control: the subset of settings it posts is validated by the serializer."""
+
+    FIELDS = (
+        "embeddingSource",
+        "embeddingProviderModel",
+        "staticEnabled",
+        "transformersEnabled",
+        "rerankEnabled",
+        "rerankProviderModel",
+    )
+    BOOLEANS = ("staticEnabled", "transformersEnabled", "rerankEnabled")
+
+    def __init__(self, data):
+        super().__init__(data)
+        self.changes: dict = {}
+
+    def clean(self):
+        raw = {}
+        for name in self.FIELDS:
+            if name not in self.data:
+                continue
+            value = self.data.get(name)
+            raw[name] = value in ("true", "on", "1") if name in self.BOOLEANS else value
+        if "rerankProvider" in self.data:
+            provider = self.data.get("rerankProvider", "").strip()
+            model = self.data.get("rerankModel", "").strip()
+            raw["rerankProviderModel"] = f"{provider}/{model}" if provider and model else None
+        if not raw:
+            raise forms.ValidationError("Nothing to change.")
+        serializer = api.MemorySettingsSerializer(data=raw)
+        if not serializer.is_valid():
+            raise forms.ValidationError([str(m) for m in _flat(serializer.errors)])
+        self.changes = dict(serializer.validated_data)
+        return {}

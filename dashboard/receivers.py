@@ -1,0 +1,50 @@
+"""Relays ``memory_changed`` and ``reindex_progress`` to the channel layer.
+
+The services send these after commit, from whatever thread did the write (a
+request, a Huey worker, a management command). With the in-memory channel
+layer only websockets of the same process hear them; set ``REDIS_URL`` for a
+layer shared by every process. A relay failure never affects the write.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.dispatch import receiver
+
+from dashboard.live import ALL_OWNERS_GROUP, REINDEX_GROUP, owner_group
+from memory.signals import memory_changed, reindex_progress
+
+logger = logging.getLogger("dashboard.live")
+
+
+def _send(groups: list[str], message: dict) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        for group in groups:
+            async_to_sync(layer.group_send)(group, message)
+    except Exception:
+        logger.warning("live update not relayed (%s)", message.get("type"), exc_info=True)
+
+
+@receiver(memory_changed, dispatch_uid="dashboard.relay_memory_changed")
+def relay_memory_changed(sender, *, action, owner_id, memory_id=None, **kwargs) -> None:
+    message = {
+        "type": "memory.changed",
+        "action": action,
+        "owner_id": str(owner_id),
+        "memory_id": str(memory_id) if memory_id else None,
+    }
+    _send([owner_group(owner_id), ALL_OWNERS_GROUP], message)
+
+
+@receiver(reindex_progress, dispatch_uid="dashboard.relay_reindex_progress")
+def relay_reindex_progress(sender, *, done, total, finished=False, **kwargs) -> None:
+    _send(
+        [REINDEX_GROUP],
+        {"type": "reindex.progress", "done": int(done), "total": int(total), "finished": bool(finished)},
+    )

@@ -1,0 +1,236 @@
+"""The synchronous half of a chat request: authenticate, validate, route, recall and inject.
+
+Everything here touches the database, so the async view runs :func:`prepare_chat` in one
+``sync_to_async`` hop. The memory rules themselves live in ``memory`` (retrieval engine, injection,
+extraction service); this module only wires them to the request (reference §4.4).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+
+from gateway.models import UpstreamProvider
+from gateway.providers import enabled_providers, select_provider
+from memory.conf import get_memory_settings
+from memory.injection import inject_memory, should_inject_memory
+from memory.models import ApiKey, hash_secret
+from memory.retrieval.engine import retrieve_for_chat
+from memory.services.extraction import user_text_from_request
+
+logger = logging.getLogger("gateway.chat")
+
+NO_MEMORY_HEADER = "x-omniroute-no-memory"
+SESSION_HEADER = "x-omniroute-session-id"
+NO_MEMORY_VALUES = frozenset({"true", "1", "yes"})
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+# Role-less Responses-API items that are not user text (reference §4.4.3).
+_NON_TEXT_ITEM_TYPES = frozenset(
+    {
+        "function_call",
+        "function_call_output",
+        "tool_call",
+        "tool_call_output",
+        "reasoning",
+        "computer_call",
+        "computer_call_output",
+        "web_search_call",
+        "file_search_call",
+    }
+)
+_TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+
+
+class GatewayError(Exception):
+    """A request the gateway answers itself, with an OpenAI-format error."""
+
+    def __init__(
+        self, message: str, *, status: int, type_: str = "invalid_request_error", code=None, param=None
+    ):
+        super().__init__(message)
+        self.message, self.status, self.type, self.code, self.param = message, status, type_, code, param
+
+
+@dataclass
+class ExtractionContext:
+    """What the extraction task needs once the answer is known."""
+
+    owner_id: str
+    session_id: str
+    user_text: str
+
+
+@dataclass
+class ChatPlan:
+    """A validated request, ready to forward."""
+
+    api_key: ApiKey
+    provider: UpstreamProvider
+    payload: bytes
+    stream: bool
+    injected: int
+    extraction: ExtractionContext | None
+
+
+def authenticate(authorization: str | None) -> ApiKey:
+    """The active key named by ``Authorization: Bearer <secret>``; :class:`GatewayError` 401 otherwise.
+
+    ``last_used_at`` is written at most once a minute per key (one conditional UPDATE, skipped entirely
+    while the loaded value is fresh)."""
+    scheme, _, secret = (authorization or "").strip().partition(" ")
+    secret = secret.strip()
+    if scheme.lower() != "bearer" or not secret:
+        raise GatewayError(
+            "Missing API key: send Authorization: Bearer <key>", status=401, code="invalid_api_key"
+        )
+    key = ApiKey.objects.filter(key_hash=hash_secret(secret), revoked_at__isnull=True).first()
+    if key is None:
+        raise GatewayError("Incorrect or revoked API key", status=401, code="invalid_api_key")
+    now = timezone.now()
+    cutoff = now - LAST_USED_RESOLUTION
+    if key.last_used_at is None or key.last_used_at < cutoff:
+        ApiKey.objects.filter(pk=key.pk).filter(
+            Q(last_used_at__isnull=True) | Q(last_used_at__lt=cutoff)
+        ).update(last_used_at=now)
+    return key
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """The JSON request, checked for what the gateway relies on (``model``, ``messages``, ``stream``)."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise GatewayError("The request body is not valid JSON", status=400, code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise GatewayError("The request body must be a JSON object", status=400, code="invalid_json")
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        code = "missing_required_parameter" if model is None else "invalid_type"
+        raise GatewayError("'model' must be a non-empty string", status=400, code=code, param="model")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        code = "missing_required_parameter" if messages is None else "invalid_type"
+        raise GatewayError("'messages' must be a non-empty array", status=400, code=code, param="messages")
+    if not all(isinstance(m, dict) for m in messages):
+        raise GatewayError("Each message must be an object", status=400, code="invalid_type", param="messages")
+    if not isinstance(body.get("stream", False), bool):
+        raise GatewayError("'stream' must be a boolean", status=400, code="invalid_type", param="stream")
+    return body
+
+
+def last_user_query(body: Mapping[str, Any]) -> str:
+    """The retrieval query: the text of the last user item of ``messages``, then ``input`` (reference
+    §4.4.3). A string content is returned as is; content parts are joined with a space and trimmed."""
+    for field in ("messages", "input"):
+        items = body.get(field)
+        if isinstance(items, str) and items.strip():
+            return items
+        if not isinstance(items, list):
+            continue
+        for item in reversed(items):
+            if not isinstance(item, Mapping):
+                continue
+            role = item.get("role")
+            if role is not None and role != "user":
+                continue
+            if role is None and item.get("type") in _NON_TEXT_ITEM_TYPES:
+                continue
+            content = item.get("content", item.get("text"))
+            if isinstance(content, str) and content.strip():
+                return content
+            if isinstance(content, list):
+                texts = []
+                for part in content:
+                    if isinstance(part, str):
+                        texts.append(part)
+                    elif isinstance(part, Mapping) and part.get("type") in (None, *_TEXT_PART_TYPES):
+                        text = part.get("text", part.get("input_text"))
+                        if isinstance(text, str):
+                            texts.append(text)
+                joined = " ".join(texts).strip()
+                if joined:
+                    return joined
+    return ""
+
+
+def _no_memory(headers: Mapping[str, str]) -> bool:
+    return (headers.get(NO_MEMORY_HEADER) or "").strip().lower() in NO_MEMORY_VALUES
+
+
+def prepare_chat(*, authorization: str | None, raw_body: bytes, headers: Mapping[str, str]) -> ChatPlan:
+    """Authenticate, validate, choose the provider and inject memory; raise :class:`GatewayError`.
+
+    Memory (recall and, later, extraction) applies when the key did not send ``x-omniroute-no-memory``
+    and the settings enable it (``enabled`` and ``maxTokens > 0``). A failure while recalling is logged
+    and the request goes on without memory: memory never fails a chat.
+    """
+    api_key = authenticate(authorization)
+    body = original = parse_body(raw_body)
+    model = body["model"]
+    providers = enabled_providers()
+    if not providers:
+        raise GatewayError(
+            "No upstream provider is configured: set UPSTREAM_BASE_URL or add one in the admin",
+            status=503,
+            type_="upstream_error",
+            code="upstream_not_configured",
+        )
+    provider = select_provider(model, providers)
+    if provider is None:
+        raise GatewayError(
+            f"No upstream provider serves the model {model!r}", status=404, code="model_not_found", param="model"
+        )
+    upstream_model = provider.upstream_model(model)
+
+    injected = 0
+    extraction = None
+    if not _no_memory(headers):
+        try:
+            settings = get_memory_settings()
+        except Exception:
+            logger.exception("gateway.memory.settings_failed")
+            settings = None
+        if settings is not None and settings.injection_enabled:
+            header_session = (headers.get(SESSION_HEADER) or "").strip() or None
+            if should_inject_memory(body, enabled=True):
+                try:
+                    result = retrieve_for_chat(
+                        api_key=api_key,
+                        query=last_user_query(body),
+                        session_id=header_session,
+                        settings=settings,
+                    )
+                    target, roles = provider.injection_target(upstream_model)
+                    body = inject_memory(body, result.memories, target, roles=roles)
+                    injected = len(result.memories)
+                except Exception:
+                    logger.exception(
+                        "gateway.memory.recall_failed", extra={"api_key": str(api_key.pk), "model": model}
+                    )
+            # Without the header each exchange gets its own session id, as in the reference (§2.5).
+            extraction = ExtractionContext(
+                owner_id=str(api_key.pk),
+                session_id=header_session or str(uuid.uuid4()),
+                # From the request as sent: an injected user-role memory message is not the user's text.
+                user_text=user_text_from_request(original),
+            )
+
+    if upstream_model != model:
+        body = {**body, "model": upstream_model}
+    return ChatPlan(
+        api_key=api_key,
+        provider=provider,
+        payload=json.dumps(body, ensure_ascii=False).encode(),
+        stream=body.get("stream") is True,
+        injected=injected,
+        extraction=extraction,
+    )
