@@ -29,7 +29,7 @@ run: models
 	  $(BIN)/python manage.py run_huey --workers 2 & \
 	  $(BIN)/python manage.py runserver $(HOST):$(PORT) --noreload
 
-test: install
+test: models
 	$(BIN)/python -m pytest
 
 lint: install

@@ -101,7 +101,7 @@ def per_day_svg(activity: Activity, *, width: int = 640, height: int = 200) -> S
         (
             (_n(left + i * slot + slot / 2), height - 8, day.strftime("%b %d"))
             for i, (day, _) in enumerate(activity.days)
-            if i % 7 == 0 or i == len(activity.days) - 1
+            if (len(activity.days) - 1 - i) % 7 == 0
         ),
     )
     return format_html(

@@ -42,7 +42,7 @@ def cache_stats() -> dict:
     return {"hits": stats.get("hits", 0), "misses": stats.get("misses", 0), "hitRate": stats.get("hitRate", 0)}
 
 
-HEALTH_FUNCTIONS = ("pipeline_health", "verify_pipeline", "health_check", "check_health")
+HEALTH_FUNCTIONS = ("run_health_check",)
 
 
 def pipeline_health() -> dict:
@@ -80,8 +80,25 @@ def reindex_start(*, force: bool) -> int:
 
 
 def summarize_older_than(*, owner: ApiKey, days: int, dry_run: bool) -> dict:
+    """``{candidates: [keys or ids], totalTokens, deletedCount, summaryId, dryRun}`` for one owner."""
     function = _attr("memory.services.summarization", "summarize_older_than", "Compaction")
-    return function(owner=owner, days=days, dry_run=dry_run)
+    result = function(owner=owner, days=days, dry_run=dry_run)
+    return {
+        "candidates": [m.key or str(m.uuid) for m in result.candidates],
+        "totalTokens": result.total_tokens,
+        "deletedCount": result.deleted_count,
+        "summaryId": result.summary_id,
+        "dryRun": result.dry_run,
+    }
+
+
+def without_probe(qs):
+    """Owner lists leave out the health check's private probe owner."""
+    try:
+        from memory.services.health import exclude_probe
+    except ImportError:
+        return qs
+    return exclude_probe(qs)
 
 
 def upstream_providers() -> list:
@@ -99,72 +116,67 @@ def qdrant_settings() -> dict:
     return _attr("memory.vectorstores.qdrant", "qdrant_settings", "Qdrant")()
 
 
-def injection_preview(
-    *, owner: ApiKey, request_body: dict[str, Any], model: str, session_id: str | None
-) -> dict:
-    """What the gateway would send upstream for ``request_body`` from ``owner``'s key.
+class PreviewRefused(Exception):
+    """The gateway would refuse this request (the message says why, as the gateway would)."""
 
-    Same code path as the gateway (provider routing, ``retrieve_for_chat``,
-    ``inject_memory``); it runs inside a transaction that is always rolled
-    back, so nothing is stored (not even access counts).
+
+def injection_preview(*, owner: ApiKey, request_body: dict[str, Any], session_id: str | None) -> dict:
+    """The body the gateway would send upstream for ``request_body`` from ``owner``'s key.
+
+    The steps of ``gateway.chat.prepare_chat`` after authentication, with the
+    gateway's own functions: provider routing, ``last_user_query``,
+    ``retrieve_for_chat``, the provider's injection target, ``inject_memory``.
+    Retrieval runs inside a transaction that is always rolled back, so nothing
+    is stored (not even access counts).
     """
     from memory.conf import get_memory_settings
-    from memory.injection import DEFAULT_PROVIDER_ROLES, inject_memory, should_inject_memory
+    from memory.injection import inject_memory, should_inject_memory
 
     retrieve_for_chat = _attr("memory.retrieval.engine", "retrieve_for_chat", "Chat retrieval")
-    settings = get_memory_settings()
-    provider_name, roles, routed = model, DEFAULT_PROVIDER_ROLES, None
-    try:
-        from gateway.providers import enabled_providers, select_provider
+    last_user_query = _attr("gateway.chat", "last_user_query", "The gateway")
+    from gateway.providers import enabled_providers, select_provider
 
-        routed = select_provider(model, enabled_providers())
-    except ImportError:
-        routed = None
-    if routed is not None:
-        provider_name, roles = routed.injection_target(routed.upstream_model(model))
-    query = last_user_text(request_body)
-    outcome: dict[str, Any] = {}
-    try:
-        with transaction.atomic():
-            kwargs = {"api_key": owner, "query": query, "session_id": session_id, "settings": settings}
-            if "touch" in inspect.signature(retrieve_for_chat).parameters:
-                kwargs["touch"] = False
-            result = retrieve_for_chat(**kwargs)
-            memories = list(result.memories)
-            outcome["memories"] = memories
-            outcome["resolution"] = dict(getattr(result, "resolution", {}) or {})
-            raise _RollBack
-    except _RollBack:
-        pass
-    memories = outcome["memories"]
-    enabled = should_inject_memory(request_body, enabled=settings.injection_enabled)
-    sent = inject_memory(request_body, memories if enabled else [], provider_name, roles=roles)
+    model = request_body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise PreviewRefused("'model' must be a non-empty string")
+    providers = enabled_providers()
+    if not providers:
+        raise PreviewRefused("No upstream provider is configured: set UPSTREAM_BASE_URL or add one in the admin.")
+    provider = select_provider(model, providers)
+    if provider is None:
+        raise PreviewRefused(f"No upstream provider serves the model {model!r}.")
+    upstream_model = provider.upstream_model(model)
+    target, roles = provider.injection_target(upstream_model)
+    settings = get_memory_settings()
+    enabled = settings.injection_enabled and should_inject_memory(request_body, enabled=True)
+    query = last_user_query(request_body)
+    memories: list = []
+    resolution: dict = {}
+    if enabled:
+        try:
+            with transaction.atomic():
+                kwargs = {"api_key": owner, "query": query, "session_id": session_id, "settings": settings}
+                if "touch" in inspect.signature(retrieve_for_chat).parameters:
+                    kwargs["touch"] = False
+                result = retrieve_for_chat(**kwargs)
+                memories = list(result.memories)
+                resolution = dict(result.resolution or {})
+                raise _RollBack
+        except _RollBack:
+            pass
+    body = inject_memory(request_body, memories, target, roles=roles) if enabled else dict(request_body)
+    if upstream_model != model:
+        body = {**body, "model": upstream_model}
     return {
         "enabled": enabled,
-        "provider": provider_name,
-        "routedTo": routed.name if routed is not None else None,
+        "memoryOn": settings.injection_enabled,
+        "provider": target,
+        "routedTo": provider.name,
         "query": query,
         "memories": memories,
-        "resolution": outcome["resolution"],
-        "request": sent,
+        "resolution": resolution,
+        "request": body,
     }
-
-
-def last_user_text(request_body: dict[str, Any]) -> str:
-    """The text of the last user message (``messages`` or ``input``), parts joined."""
-    conversation = request_body.get("messages") or request_body.get("input") or []
-    if isinstance(conversation, str):
-        return conversation
-    for message in reversed(conversation if isinstance(conversation, list) else []):
-        if isinstance(message, dict) and message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):
-                return " ".join(
-                    part.get("text", "") for part in content if isinstance(part, dict) and part.get("text")
-                )
-    return ""
 
 
 def principal_can_change_settings(principal: Principal) -> bool:

@@ -28,15 +28,17 @@ class SerializerForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if self.errors:
-            return data
-        serializer = self.serializer_class(data=self.payload(data))
+        # Fields that failed the form's own checks are left out: their error is already shown.
+        payload = self.payload({name: value for name, value in data.items() if name not in self.errors})
+        serializer = self.serializer_class(data=payload)
         if serializer.is_valid():
             self.validated = serializer.validated_data
             return data
         reverse = {v: k for k, v in self.field_map.items()}
         for name, messages in serializer.errors.items():
             field = reverse.get(name, name)
+            if field in self.errors:
+                continue
             self.add_error(field if field in self.fields else None, [str(m) for m in _flat(messages)])
         return data
 
@@ -76,7 +78,9 @@ class MemoryForm(SerializerForm):
     type = forms.ChoiceField(choices=MemoryType.choices, initial=MemoryType.FACTUAL)
     key = forms.CharField(max_length=255, widget=forms.TextInput(attrs={"placeholder": "e.g. user.preferences.theme"}))
     content = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 3}))
-    metadata = JSONObjectTextField(required=False, widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}))
+    metadata = JSONObjectTextField(
+        required=False, widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "data-json-object": "", "class": "mono"})
+    )
 
     def __init__(self, *args, with_metadata: bool = False, **kwargs):
         super().__init__(*args, **kwargs)

@@ -7,7 +7,18 @@ from gateway.models import UpstreamProvider
 class UpstreamProviderForm(forms.ModelForm):
     class Meta:
         model = UpstreamProvider
-        fields = "__all__"
+        fields = (
+            "name",
+            "base_url",
+            "api_key",
+            "model_prefix",
+            "strip_prefix",
+            "model_ids",
+            "is_default",
+            "system_role",
+            "timeout_seconds",
+            "enabled",
+        )
         # The key is write-only in the admin: shown masked, and left unchanged when the field is empty.
         widgets = {"api_key": forms.PasswordInput(render_value=False)}
 
@@ -22,8 +33,15 @@ class UpstreamProviderForm(forms.ModelForm):
 class UpstreamProviderAdmin(admin.ModelAdmin):
     form = UpstreamProviderForm
     list_display = (
-        "name", "base_url", "masked_api_key", "model_prefix", "is_default", "system_role", "timeout_seconds",
-        "enabled", "updated_at",
+        "name",
+        "base_url",
+        "masked_api_key",
+        "model_prefix",
+        "is_default",
+        "system_role",
+        "timeout_seconds",
+        "enabled",
+        "updated_at",
     )
     list_filter = ("enabled", "is_default", "system_role")
     search_fields = ("name", "base_url", "model_prefix")

@@ -121,7 +121,9 @@ def parse_body(raw: bytes) -> dict[str, Any]:
         code = "missing_required_parameter" if messages is None else "invalid_type"
         raise GatewayError("'messages' must be a non-empty array", status=400, code=code, param="messages")
     if not all(isinstance(m, dict) for m in messages):
-        raise GatewayError("Each message must be an object", status=400, code="invalid_type", param="messages")
+        raise GatewayError(
+            "Each message must be an object", status=400, code="invalid_type", param="messages"
+        )
     if not isinstance(body.get("stream", False), bool):
         raise GatewayError("'stream' must be a boolean", status=400, code="invalid_type", param="stream")
     return body
@@ -187,7 +189,10 @@ def prepare_chat(*, authorization: str | None, raw_body: bytes, headers: Mapping
     provider = select_provider(model, providers)
     if provider is None:
         raise GatewayError(
-            f"No upstream provider serves the model {model!r}", status=404, code="model_not_found", param="model"
+            f"No upstream provider serves the model {model!r}",
+            status=404,
+            code="model_not_found",
+            param="model",
         )
     upstream_model = provider.upstream_model(model)
 

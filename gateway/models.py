@@ -81,9 +81,7 @@ class UpstreamProvider(models.Model):
     def save(self, *args, **kwargs) -> None:
         with transaction.atomic():
             if self.is_default:
-                UpstreamProvider.objects.filter(is_default=True).exclude(pk=self.pk).update(
-                    is_default=False
-                )
+                UpstreamProvider.objects.filter(is_default=True).exclude(pk=self.pk).update(is_default=False)
             super().save(*args, **kwargs)
 
     @property

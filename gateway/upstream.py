@@ -118,7 +118,9 @@ async def list_models(provider: UpstreamProvider, *, timeout: float = 10.0) -> l
         data = response.json().get("data")
         return [item["id"] for item in data if isinstance(item, dict) and isinstance(item.get("id"), str)]
     except Exception as exc:  # a listing must never fail because one upstream is down or odd
-        logger.warning("gateway.upstream.models_failed", extra={"provider": provider.name, "error": repr(exc)})
+        logger.warning(
+            "gateway.upstream.models_failed", extra={"provider": provider.name, "error": repr(exc)}
+        )
         return []
 
 

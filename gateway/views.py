@@ -1,9 +1,10 @@
 """The OpenAI-compatible endpoints: ``POST /v1/chat/completions`` and ``GET /v1/models``.
 
-Async views (served by the ASGI server): the database work of a request is one ``sync_to_async`` hop
-(:func:`gateway.chat.prepare_chat`), the upstream call is async httpx, and a stream is relayed chunk by
-chunk as it arrives. Extraction is enqueued from the response's ``close()``, which the server calls only
-after the last byte was sent — so it never delays the answer, and an abandoned stream learns nothing.
+Async views (served by the ASGI server): the database work of a request is one hop to a database thread
+(:func:`gateway.chat.prepare_chat` through :func:`gateway.workers.run_db`), the upstream call is async
+httpx, and a stream is relayed chunk by chunk as it arrives. Extraction is handed to the after-response
+thread from the response's ``close()``, which the server calls only after the last byte was sent — so it
+never delays the answer, and an abandoned stream (the client went away) learns nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import logging
 from collections.abc import Callable
 
 import httpx
-from asgiref.sync import sync_to_async
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -24,6 +24,7 @@ from gateway.errors import openai_error
 from gateway.providers import enabled_providers
 from gateway.streaming import StreamRelay
 from gateway.upstream import UpstreamFailure, failure_from, list_models, passed_headers, send_chat
+from gateway.workers import after_response, run_db
 from memory.services.extraction import assistant_text_from_response
 from memory.tasks.extraction import enqueue_extraction
 
@@ -31,16 +32,15 @@ logger = logging.getLogger("gateway.views")
 
 
 class _AfterCloseMixin:
-    """Runs ``after_close`` when the server closes the response (after the body was sent)."""
+    """Hands ``after_close`` to the after-response thread when the server closes the response (after the
+    body was sent)."""
 
     after_close: Callable[[], None] | None = None
 
     def close(self) -> None:
         if self.after_close is not None:
-            try:
-                self.after_close()
-            except Exception:
-                logger.exception("gateway.after_close.failed")
+            after_response(self.after_close)
+            self.after_close = None
         super().close()  # type: ignore[misc]
 
 
@@ -63,7 +63,10 @@ def _error(exc: GatewayError | UpstreamFailure) -> JsonResponse:
 
 def _method_not_allowed(allowed: str) -> JsonResponse:
     return openai_error(
-        f"Method not allowed; use {allowed}", status=405, code="method_not_allowed", headers={"Allow": allowed}
+        f"Method not allowed; use {allowed}",
+        status=405,
+        code="method_not_allowed",
+        headers={"Allow": allowed},
     )
 
 
@@ -73,7 +76,10 @@ def _extract_answer(ctx: ExtractionContext, content: bytes) -> None:
     except ValueError:
         assistant_text = ""
     enqueue_extraction(
-        owner_id=ctx.owner_id, session_id=ctx.session_id, user_text=ctx.user_text, assistant_text=assistant_text
+        owner_id=ctx.owner_id,
+        session_id=ctx.session_id,
+        user_text=ctx.user_text,
+        assistant_text=assistant_text,
     )
 
 
@@ -100,8 +106,11 @@ async def chat_completions(request):
     except RequestDataTooBig:
         return openai_error("The request body is too large", status=413, code="request_too_large")
     try:
-        plan = await sync_to_async(prepare_chat)(
-            authorization=request.headers.get("Authorization"), raw_body=raw_body, headers=request.headers
+        plan = await run_db(
+            prepare_chat,
+            authorization=request.headers.get("Authorization"),
+            raw_body=raw_body,
+            headers=request.headers,
         )
         upstream = await send_chat(plan.provider, plan.payload, stream=plan.stream)
     except (GatewayError, UpstreamFailure) as exc:
@@ -142,10 +151,10 @@ async def models(request):
     if request.method != "GET":
         return _method_not_allowed("GET")
     try:
-        await sync_to_async(authenticate)(request.headers.get("Authorization"))
+        await run_db(authenticate, request.headers.get("Authorization"))
     except GatewayError as exc:
         return _error(exc)
-    providers = await sync_to_async(enabled_providers)()
+    providers = await run_db(enabled_providers)
     fetched = await asyncio.gather(*(list_models(p) for p in providers if not p.model_names))
     upstream_ids = iter(fetched)
     data, seen = [], set()

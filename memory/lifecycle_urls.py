@@ -8,9 +8,8 @@ test client) where MCP lives instead of answering a bare 404.
 from django.urls import path, re_path
 
 from memory.api import views_lifecycle
-from memory.mcp import mcp_over_wsgi
 
 urlpatterns = [
     path("healthz", views_lifecycle.healthz, name="healthz"),
-    re_path(r"^mcp/?$", mcp_over_wsgi, name="mcp"),
+    re_path(r"^mcp/?$", views_lifecycle.mcp_without_asgi, name="mcp"),
 ]

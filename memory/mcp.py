@@ -25,9 +25,12 @@ Two transports:
 The HTTP side runs the SDK's session manager in *stateless* mode with JSON
 responses: no session state lives in the process, so any worker can answer
 any request and nothing is lost on restart. The manager needs a running task
-group; it is started by the ASGI ``lifespan`` startup when the server sends
-one (uvicorn) and otherwise lazily by the first ``/mcp`` request (daphne,
-which has no lifespan support), once per event loop.
+group, which the SDK expects from the ASGI ``lifespan`` startup; daphne (our
+``runserver``) sends no lifespan events, so the manager is instead started
+by the first ``/mcp`` request, in a background task of that event loop, and
+stopped by :meth:`McpHttpApp.aclose` (called on lifespan shutdown by servers
+that send one, such as uvicorn). Importing the SDK takes seconds, so
+``omniroute.asgi`` imports this module on the first ``/mcp`` request only.
 
 The tools only parse arguments and shape results; rules live in the
 services and selectors. The ORM is synchronous, so each tool body runs
@@ -48,7 +51,6 @@ from asgiref.sync import sync_to_async
 from django.conf import settings as django_settings
 from django.http.request import split_domain_port, validate_host
 from django.utils.dateparse import parse_date, parse_datetime
-from django.views.decorators.csrf import csrf_exempt
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
@@ -152,7 +154,8 @@ def search_memories(
         hits, resolution = result.hits, dict(result.resolution)
     hits = [hit for hit in hits if not type or hit.memory.type == type][:wanted]
     memories = [
-        {**memory_json(hit.memory), "score": hit.score, "tier": hit.tier, "tokens": hit.tokens} for hit in hits
+        {**memory_json(hit.memory), "score": hit.score, "tier": hit.tier, "tokens": hit.tokens}
+        for hit in hits
     ]
     return {
         "success": True,
@@ -183,7 +186,13 @@ def add_memory(
 
     _require_scope(principal, TokenScope.WRITE)
     body = MemoryCreateSerializer(
-        data={"type": type, "key": key, "content": content, "sessionId": session_id or "", "metadata": metadata or {}}
+        data={
+            "type": type,
+            "key": key,
+            "content": content,
+            "sessionId": session_id or "",
+            "metadata": metadata or {},
+        }
     )
     if not body.is_valid():
         raise _validation_failed(body.errors)
@@ -243,7 +252,9 @@ def parse_cutoff(value: str) -> datetime:
     except ValueError:
         parsed = None
     if parsed is None:
-        raise ValidationFailed("olderThan must be an ISO 8601 date or datetime, e.g. 2025-01-01", field="olderThan")
+        raise ValidationFailed(
+            "olderThan must be an ISO 8601 date or datetime, e.g. 2025-01-01", field="olderThan"
+        )
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
@@ -272,14 +283,14 @@ async def _run(authenticate: Authenticator, ctx: Context, body: Callable[..., di
     """Authenticate, run ``body`` off the event loop, and return the result as indented JSON.
 
     Anticipated failures (authentication, scope, validation, unknown owner)
-    become ``ToolError("Error: …")``, i.e. ``isError: true`` with that text,
-    as in the reference.
+    become a ``ToolError``: the call answers ``isError: true`` with the text
+    ``Error executing tool <name>: <message>`` (the reference: ``Error: <message>``).
     """
     try:
         principal = await authenticate(ctx)
         result = await sync_to_async(body, thread_sensitive=True)(principal, **kwargs)
     except (DomainError, drf_exceptions.APIException) as exc:
-        raise ToolError(f"Error: {_error_text(exc)}") from exc
+        raise ToolError(_error_text(exc)) from exc
     return json.dumps(result, indent=2, default=str)
 
 
@@ -309,12 +320,20 @@ def build_server(authenticate: Authenticator) -> MCPServer:
         apiKeyId: ApiKeyIdArg = None,
         query: Annotated[str | None, Field(description="What to look for.", max_length=4000)] = None,
         type: Annotated[MemoryTypeName | None, Field(description="Only memories of this type.")] = None,
-        maxTokens: Annotated[int | None, Field(ge=1, le=8000, description="Token budget of the result.")] = None,
+        maxTokens: Annotated[
+            int | None, Field(ge=1, le=8000, description="Token budget of the result.")
+        ] = None,
         limit: Annotated[int | None, Field(ge=1, le=100, description="At most this many memories.")] = None,
     ) -> str:
         return await _run(
-            authenticate, ctx, search_memories,
-            api_key_id=apiKeyId, query=query, type=type, max_tokens=maxTokens, limit=limit,
+            authenticate,
+            ctx,
+            search_memories,
+            api_key_id=apiKeyId,
+            query=query,
+            type=type,
+            max_tokens=maxTokens,
+            limit=limit,
         )
 
     @server.tool(
@@ -328,15 +347,26 @@ def build_server(authenticate: Authenticator) -> MCPServer:
     async def omniroute_memory_add(
         ctx: Context,
         type: Annotated[MemoryTypeName, Field(description="The kind of memory.")],
-        key: Annotated[str, Field(min_length=1, max_length=255, description="A stable key, e.g. preference:editor.")],
+        key: Annotated[
+            str, Field(min_length=1, max_length=255, description="A stable key, e.g. preference:editor.")
+        ],
         content: Annotated[str, Field(min_length=1, description="The text to remember.")],
         apiKeyId: ApiKeyIdArg = None,
-        sessionId: Annotated[str | None, Field(max_length=200, description="The session it belongs to.")] = None,
+        sessionId: Annotated[
+            str | None, Field(max_length=200, description="The session it belongs to.")
+        ] = None,
         metadata: Annotated[dict[str, Any] | None, Field(description="Free-form JSON object.")] = None,
     ) -> str:
         return await _run(
-            authenticate, ctx, add_memory,
-            api_key_id=apiKeyId, session_id=sessionId, type=type, key=key, content=content, metadata=metadata,
+            authenticate,
+            ctx,
+            add_memory,
+            api_key_id=apiKeyId,
+            session_id=sessionId,
+            type=type,
+            key=key,
+            content=content,
+            metadata=metadata,
         )
 
     @server.tool(
@@ -357,8 +387,13 @@ def build_server(authenticate: Authenticator) -> MCPServer:
         dryRun: Annotated[bool, Field(description="Count the matches without deleting them.")] = False,
     ) -> str:
         return await _run(
-            authenticate, ctx, clear_memories,
-            api_key_id=apiKeyId, type=type, older_than=olderThan, dry_run=dryRun,
+            authenticate,
+            ctx,
+            clear_memories,
+            api_key_id=apiKeyId,
+            type=type,
+            older_than=olderThan,
+            dry_run=dryRun,
         )
 
     return server
@@ -422,7 +457,7 @@ class _ManagerRunner:
                 self.manager = manager
                 self.ready.set()
                 await self.stop.wait()
-        except BaseException as exc:
+        except Exception as exc:
             self.error = exc
             logger.exception("the MCP session manager stopped")
             raise
@@ -446,14 +481,7 @@ class McpHttpApp:
     def __init__(self) -> None:
         self._runners: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
-    @staticmethod
-    def handles(scope: dict) -> bool:
-        return scope["type"] == "http" and scope["path"].rstrip("/") == MCP_PATH
-
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "lifespan":
-            await self.lifespan(scope, receive, send)
-            return
         outcome = await self._authenticate(scope)
         if not isinstance(outcome, Principal):
             status, headers, body = outcome
@@ -496,31 +524,3 @@ class McpHttpApp:
         if runner is not None and runner.task is not None:
             runner.stop.set()
             await asyncio.gather(runner.task, return_exceptions=True)
-
-    async def lifespan(self, scope, receive, send) -> None:
-        """ASGI lifespan: start the session manager with the server, stop it on shutdown."""
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                try:
-                    await self._manager()
-                except Exception as exc:
-                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                    return
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.aclose()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
-
-
-@csrf_exempt
-def mcp_over_wsgi(request):
-    """``/mcp`` reached through Django itself: the app is being served without ``omniroute.asgi``."""
-    from memory.api.errors import json_error
-
-    return json_error(
-        "MCP over HTTP is served by the ASGI application (omniroute.asgi:application, e.g. uvicorn or "
-        "manage.py runserver); this server runs Django without it. Use `manage.py mcp_server` for stdio.",
-        status_code=501,
-    )

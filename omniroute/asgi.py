@@ -1,10 +1,12 @@
 """ASGI entry point: /mcp through the MCP SDK, other HTTP through Django, websockets through Channels.
 
 ``/mcp`` (Streamable HTTP, see ``memory.mcp``) is routed before Channels'
-``ProtocolTypeRouter``, which knows no ``lifespan`` scope: lifespan events go
-to the MCP app, which starts and stops its session manager with the server.
-Servers without lifespan support (daphne) are fine too: the manager then
-starts on the first /mcp request.
+``ProtocolTypeRouter``, which knows no ``lifespan`` scope. The MCP app is
+built on the first /mcp request (importing the SDK takes seconds, and a
+deployment that never uses MCP should not pay for it); its session manager
+starts with it, which works under servers without lifespan support (daphne,
+our ``runserver``). Lifespan events, where the server sends them (uvicorn),
+are acknowledged here, and shutdown stops the MCP session manager.
 """
 
 import os
@@ -20,21 +22,43 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
-from memory.mcp import McpHttpApp  # noqa: E402
+
+MCP_PATH = "/mcp"
 
 router = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
-mcp_app = McpHttpApp()
+_mcp_app = None
+
+
+def mcp_app():
+    global _mcp_app
+    if _mcp_app is None:
+        from memory.mcp import McpHttpApp
+
+        _mcp_app = McpHttpApp()
+    return _mcp_app
+
+
+async def lifespan(scope, receive, send):
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            if _mcp_app is not None:
+                await _mcp_app.aclose()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
 
 
 async def application(scope, receive, send):
-    if scope["type"] == "lifespan" or McpHttpApp.handles(scope):
-        await mcp_app(scope, receive, send)
+    if scope["type"] == "lifespan":
+        await lifespan(scope, receive, send)
+    elif scope["type"] == "http" and scope["path"].rstrip("/") == MCP_PATH:
+        await mcp_app()(scope, receive, send)
     else:
         await router(scope, receive, send)

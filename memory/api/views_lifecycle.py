@@ -1,4 +1,4 @@
-"""Lifecycle routes: summarisation, the pipeline health check, and the load-balancer probe."""
+"""Lifecycle routes: summarisation, the pipeline health check, the load-balancer probe, and /mcp's fallback."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ import logging
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
+from memory.api.errors import json_error
 from memory.api.serializers import StrictBooleanField, StrictCharField, StrictIntegerField, StrictSerializer
 from memory.api.views import MemoryAPIView
 from memory.exceptions import NotFound
@@ -121,3 +123,14 @@ def healthz(request):
     if pending:
         return JsonResponse({"status": "unavailable", "reason": "migrations pending"}, status=503)
     return JsonResponse({"status": "ok"})
+
+
+@csrf_exempt
+def mcp_without_asgi(request):
+    """``/mcp`` reached Django itself: MCP over HTTP is answered by ``omniroute.asgi``, in front of Django,
+    so this process serves Django without it (WSGI, or a test client)."""
+    return json_error(
+        "MCP over HTTP is served by the ASGI application (omniroute.asgi:application, e.g. uvicorn or "
+        "manage.py runserver); this server runs Django without it. Use `manage.py mcp_server` for stdio.",
+        status_code=501,
+    )

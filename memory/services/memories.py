@@ -56,8 +56,14 @@ def _notify(action: str, memories: list[Memory]) -> None:
 
 
 def _after_write(memories: list[Memory]) -> None:
-    """Queue the vectors of memories whose content is new or changed."""
+    """Queue the vectors of memories whose content is new or changed; refresh the
+    Qdrant payload (session, expiry, type, key) of the others (L16)."""
+    from memory.vectorstores.qdrant import mirror_payload
+
     schedule_indexing([m.seq for m in memories if m.needs_reindex])
+    unchanged = [m.seq for m in memories if not m.needs_reindex]
+    if unchanged:
+        transaction.on_commit(lambda: mirror_payload(unchanged))
 
 
 def _notify_bulk(*, owners: set) -> None:
@@ -177,9 +183,14 @@ def memory_update(memory: Memory, **changes: Any) -> Memory:
 
 @transaction.atomic
 def memory_delete(memory: Memory) -> None:
-    """Delete the row; its FTS entry and vector go with it in this transaction."""
+    """Delete the row; its FTS entry and sqlite-vec vector go with it in this
+    transaction, the Qdrant point after commit (best effort; cleanup catches misses)."""
+    from memory.vectorstores.qdrant import mirror_delete
+
     _notify("deleted", [memory])
-    Memory.objects.filter(seq=memory.seq).delete()
+    seq = memory.seq
+    Memory.objects.filter(seq=seq).delete()
+    transaction.on_commit(lambda: mirror_delete([seq]))
 
 
 def _merge_batch(items: list[MemoryInput]) -> tuple[list[tuple[int, str | None]], dict]:

@@ -14,7 +14,9 @@ the delete triggers.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import F, FloatField, Func, QuerySet
@@ -39,21 +41,24 @@ def older_than(qs: QuerySet[Memory], cutoff: datetime) -> QuerySet[Memory]:
 
 
 def delete_memories(qs: QuerySet[Memory]) -> int:
-    """Delete the rows of ``qs`` in chunks; returns how many were deleted.
+    """Delete the rows of ``qs``; returns how many were deleted (see :func:`delete_rows`)."""
+    return delete_rows(list(qs.order_by().values_list("seq", "owner_id")))
+
+
+def delete_rows(rows: Sequence[tuple[int, Any]]) -> int:
+    """Delete memories given as ``(seq, owner_id)`` pairs, in chunks (SQLite bounds the
+    number of query parameters); returns how many were deleted.
 
     Sends one ``memory_changed`` (action ``"bulk"``) per owner after commit
     instead of one per row.
     """
-    seqs_by_owner: dict = {}
-    for seq, owner_id in qs.order_by().values_list("seq", "owner_id"):
-        seqs_by_owner.setdefault(owner_id, []).append(seq)
-    seqs = [seq for owner_seqs in seqs_by_owner.values() for seq in owner_seqs]
+    seqs = [int(seq) for seq, _owner in rows]
+    owners = list(dict.fromkeys(owner for _seq, owner in rows))
     deleted = 0
     with transaction.atomic():
         for start in range(0, len(seqs), DELETE_CHUNK):
             count, _ = Memory.objects.filter(seq__in=seqs[start : start + DELETE_CHUNK]).delete()
             deleted += count
-        owners = list(seqs_by_owner)
 
         def send() -> None:
             for owner_id in owners:

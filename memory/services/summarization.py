@@ -35,7 +35,7 @@ from memory.representation import iso
 from memory.retrieval.budget import estimate_tokens
 from memory.selectors import live_memories
 from memory.services.memories import MemoryInput, memory_create, memory_update
-from memory.services.retention import delete_memories, older_than
+from memory.services.retention import delete_rows, older_than
 
 logger = logging.getLogger("memory.summarization")
 
@@ -59,6 +59,10 @@ def generate_summary(content: str) -> str:
     return ". ".join(sentences[:SUMMARY_SENTENCES]) + "."
 
 
+def is_summary(memory: Memory) -> bool:
+    return isinstance(memory.metadata, dict) and SUMMARY_IDS_KEY in memory.metadata
+
+
 # -- budget compaction (reference §5.1) --------------------------------------------------------------
 
 
@@ -73,7 +77,8 @@ def summarize_to_budget(
     every other memory is rewritten to :func:`generate_summary` of itself,
     through :func:`memory_update` (so it is re-embedded and the Studio hears
     of it). ``summarizedCount`` counts condensed memories even when the text
-    was already short enough to stay unchanged. Returns
+    was already short enough to stay unchanged. Summaries made by
+    :func:`summarize_older_than` are never condensed. Returns
     ``{originalCount, summarizedCount, tokensSaved, dryRun}``.
     """
     qs = live_memories().filter(owner=owner)
@@ -86,6 +91,8 @@ def summarize_to_budget(
         if total + tokens <= max_tokens:
             total += tokens
             continue
+        if is_summary(memory):
+            continue  # already a digest: cutting it to three sentences would drop most of its lines
         summary = generate_summary(memory.content)
         summarized += 1
         saved += tokens - estimate_tokens(summary)
@@ -181,9 +188,7 @@ def summarize_older_than(
             )
         )
         result.summary = summary
-        result.deleted_count = delete_memories(
-            Memory.objects.filter(seq__in=[m.seq for m in result.candidates])
-        )
+        result.deleted_count = delete_rows([(m.seq, m.owner_id) for m in result.candidates])
     logger.info(
         "summarised %s memories (%s tokens) of %s older than %s days into %s",
         result.deleted_count,

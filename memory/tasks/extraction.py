@@ -41,7 +41,8 @@ def enqueue_extraction(*, owner_id: str, session_id: str, user_text: str, assist
             extract_from_exchange(str(owner_id), session_id, user_text, assistant_text)
         except Exception:
             logger.exception(
-                "memory.extraction.enqueue_failed", extra={"owner_id": str(owner_id), "session_id": session_id}
+                "memory.extraction.enqueue_failed",
+                extra={"owner_id": str(owner_id), "session_id": session_id},
             )
 
     try:

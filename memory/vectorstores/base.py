@@ -53,6 +53,14 @@ class VectorStore:
         """The ``k`` nearest vectors among ``owner_ids``' memories, best first."""
         raise NotImplementedError
 
+    def signature(self) -> str | None:
+        """The embedding signature the stored vectors were made with (None = empty store)."""
+        raise NotImplementedError
+
+    def full_signature(self, signature: str) -> str:
+        """``signature`` as this store records it (a quantised store may add a suffix)."""
+        return signature
+
     def count(self) -> int:
         """How many vectors are stored (0 when the store is not built)."""
         raise NotImplementedError

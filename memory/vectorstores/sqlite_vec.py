@@ -71,14 +71,12 @@ class _State:
 
     @classmethod
     def read(cls) -> _State:
-        meta = VectorMeta.load()
-        sig = meta.embedding_signature
-        return cls(
-            signature=sig,
-            epoch=f"{sig}|{meta.last_reset_at.isoformat() if meta.last_reset_at else ''}",
-            int8=bool(sig and sig.endswith(":int8")),
-            dim=meta.active_dim,
-        )
+        # One plain query on the hot path (VectorMeta.load() would get_or_create).
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT embedding_signature, last_reset_at, active_dim FROM memory_vec_meta WHERE id = 1")
+            row = cursor.fetchone() or (None, None, None)
+        sig, reset_at, dim = row
+        return cls(signature=sig, epoch=f"{sig}|{reset_at}", int8=bool(sig and sig.endswith(":int8")), dim=dim)
 
 
 def _decode(blob: bytes, int8: bool) -> np.ndarray:
@@ -242,6 +240,9 @@ class SqliteVecStore(VectorStore):
 
     def is_int8(self) -> bool:
         return _State.read().int8
+
+    def signature(self) -> str | None:
+        return _State.read().signature
 
     @transaction.atomic
     def ensure(self, *, signature: str, dim: int) -> bool:

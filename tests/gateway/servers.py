@@ -17,8 +17,11 @@ class ServerThread:
     """Serve an ASGI app with uvicorn on 127.0.0.1:<free port> in a daemon thread."""
 
     def __init__(self, app, *, name: str):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets whose proto says
+        # TCP, and with Nagle on, a response sent as headers + body waits ~40 ms for a delayed ACK.
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
@@ -135,7 +138,11 @@ class UpstreamStub:
 
     async def _stream(self, send, request):
         await send(
-            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream")],
+            }
         )
 
         async def event(delta, finish=None):

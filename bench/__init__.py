@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): each module exposes ``run() -> dict`` and prints its figures."""

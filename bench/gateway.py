@@ -1,0 +1,257 @@
+"""Gateway overhead, time to first streamed byte, and extraction time.
+
+* Overhead: the same non-streaming chat request, sent sequentially (keep-alive httpx client) straight to a
+  local upstream stub and through the gateway, interleaved in one run: memory ON (FTS tier, ~1000
+  memories for the key, the default 2000-token budget) and memory OFF (``x-omniroute-no-memory``).
+  Overhead = gateway percentile − direct percentile. Target: p50 ≤ 5 ms with memory ON.
+* First streamed byte: time until the first body byte of a streaming request, direct vs gateway, with
+  an upstream that takes ≥ 200 ms to finish (so buffering or extraction on the path would show).
+* Extraction: ``extract_facts`` on a 64 KiB text, and the whole ``extraction_run`` (facts stored).
+
+The gateway runs as its own process (``uvicorn omniroute.asgi:application``, one worker) on the bench's
+database, with Huey enqueueing to its SQLite queue (no consumer: the enqueue cost is on the path, the
+work is not); the upstream stub and the client share this process.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.corpus import memories, sentence
+from bench.stats import percentile, summary
+
+ROOT = Path(__file__).resolve().parent.parent
+N_MEMORIES = 1000
+REQUESTS = 200
+WARMUP = 30
+TTFB_REQUESTS = 40
+QUERY = "Which tools do I prefer for postgresql and docker in production?"
+TARGET_OVERHEAD_P50_MS = 5.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _seed(upstream_url: str) -> tuple[str, dict]:
+    """Create the key, its memories, the provider and the settings; return the key's secret and what the
+    chat retrieval resolves to for the benchmark query."""
+    from gateway.models import UpstreamProvider
+    from memory.conf import update_memory_settings
+    from memory.models import ApiKey
+    from memory.retrieval.engine import retrieve_for_chat
+    from memory.services.memories import MemoryInput, memory_bulk_create
+
+    key, secret = ApiKey.issue(name="bench-gateway")
+    other, _ = ApiKey.issue(name="bench-gateway-neighbour")
+    memory_bulk_create([MemoryInput(owner=key, content=text) for text in memories(N_MEMORIES, seed=3)])
+    memory_bulk_create([MemoryInput(owner=other, content=text) for text in memories(N_MEMORIES, seed=4)])
+    UpstreamProvider.objects.update(is_default=False)
+    UpstreamProvider.objects.update_or_create(
+        name="bench-stub", defaults={"base_url": upstream_url, "is_default": True, "enabled": True}
+    )
+    # A fresh install's embedding settings (no remote key, local models off): hybrid degrades to FTS5.
+    settings = update_memory_settings(
+        {
+            "enabled": True,
+            "maxTokens": 2000,
+            "strategy": "hybrid",
+            "embeddingSource": "auto",
+            "staticEnabled": False,
+            "transformersEnabled": False,
+        }
+    )
+    result = retrieve_for_chat(api_key=key, query=QUERY, settings=settings)
+    tiers = sorted({hit.tier for hit in result.hits})
+    return secret, {
+        "injected": len(result.memories),
+        "injected_tokens": result.total_tokens,
+        "tiers": tiers,
+        "resolution": result.resolution,
+    }
+
+
+def _start_gateway(port: int) -> subprocess.Popen:
+    env = {**os.environ, "HUEY_IMMEDIATE": "false", "MEMORY_SETTINGS_CACHE_SECONDS": "2"}
+    process = subprocess.Popen(
+        [
+            sys.executable, "-m", "uvicorn", "omniroute.asgi:application", "--host", "127.0.0.1",
+            "--port", str(port), "--log-level", "warning", "--no-access-log", "--lifespan", "off",
+        ],
+        cwd=ROOT,
+        env=env,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError("the gateway process exited")
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1)
+            return process
+        except httpx.TransportError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("the gateway did not start")
+
+
+def _overhead(client: httpx.Client, direct_url: str, gateway_url: str, secret: str) -> dict:
+    body = {"model": "bench-model", "messages": [{"role": "user", "content": QUERY}]}
+    auth = {"Authorization": f"Bearer {secret}"}
+    variants = {
+        "direct": (direct_url, {}),
+        "memory_off": (gateway_url, {**auth, "x-omniroute-no-memory": "true"}),
+        "memory_on": (gateway_url, auth),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for index in range(WARMUP + REQUESTS):
+        for name, (url, headers) in variants.items():
+            started = time.perf_counter()
+            response = client.post(url, json=body, headers=headers)
+            elapsed = (time.perf_counter() - started) * 1000
+            if response.status_code != 200:
+                raise RuntimeError(f"{name}: HTTP {response.status_code} {response.text[:200]}")
+            if index >= WARMUP:
+                samples[name].append(elapsed)
+    result = {name: summary(values) for name, values in samples.items()}
+    for name in ("memory_off", "memory_on"):
+        result[f"overhead_{name}"] = {
+            p: round(percentile(samples[name], q) - percentile(samples["direct"], q), 3)
+            for p, q in (("p50", 50), ("p95", 95))
+        }
+    return result
+
+
+def _ttfb(client: httpx.Client, direct_url: str, gateway_url: str, secret: str) -> dict:
+    body = {"model": "bench-model", "messages": [{"role": "user", "content": QUERY}], "stream": True}
+    samples: dict[str, dict[str, list[float]]] = {
+        "direct": {"first_byte": [], "complete": []},
+        "gateway": {"first_byte": [], "complete": []},
+    }
+    for _ in range(TTFB_REQUESTS):
+        for name, url, headers in (
+            ("direct", direct_url, {}),
+            ("gateway", gateway_url, {"Authorization": f"Bearer {secret}"}),
+        ):
+            started = time.perf_counter()
+            with client.stream("POST", url, json=body, headers=headers) as response:
+                first = None
+                for _chunk in response.iter_raw():
+                    if first is None:
+                        first = (time.perf_counter() - started) * 1000
+            samples[name]["first_byte"].append(first)
+            samples[name]["complete"].append((time.perf_counter() - started) * 1000)
+    return {name: {k: summary(v) for k, v in parts.items()} for name, parts in samples.items()}
+
+
+def _extraction() -> dict:
+    import random
+
+    from memory.extraction import extract_facts
+    from memory.models import ApiKey
+    from memory.services.extraction import extraction_run
+
+    rng = random.Random(5)
+    parts, size = [], 0
+    facts = ["I prefer dark mode in my editor.", "I'll use Postgres for this project.", "I usually write tests first."]
+    while size < 64 * 1024:
+        piece = rng.choice(facts) if rng.random() < 0.05 else sentence(rng)
+        parts.append(piece)
+        size += len(piece) + 1
+    text = " ".join(parts)[-64 * 1024 :]
+    runs = []
+    for _ in range(20):
+        started = time.perf_counter()
+        found = extract_facts(text, source="llm_response")
+        runs.append((time.perf_counter() - started) * 1000)
+    owner, _ = ApiKey.issue(name="bench-extraction")
+    started = time.perf_counter()
+    stored = extraction_run(owner_id=str(owner.pk), session_id="bench", user_text="", assistant_text=text)
+    run_ms = (time.perf_counter() - started) * 1000
+    return {
+        "text_chars": len(text),
+        "facts": len(found),
+        "extract_facts_ms": summary(runs),
+        "extraction_run_ms": round(run_ms, 3),
+        "stored": len(stored),
+    }
+
+
+def run() -> dict:
+    from tests.gateway.servers import ServerThread, UpstreamStub
+
+    stub = UpstreamStub(reply="Sure. " + " ".join(["word"] * 10), chunk_delay=0.02)
+    upstream = ServerThread(stub, name="bench-upstream").start()
+    stub_requests = stub.requests
+    secret, retrieval = _seed(f"{upstream.url}/v1")
+    port = _free_port()
+    gateway = _start_gateway(port)
+    try:
+        with httpx.Client(timeout=30) as client:
+            stub.chunk_delay = 0.0
+            direct_url = f"{upstream.url}/v1/chat/completions"
+            gateway_url = f"http://127.0.0.1:{port}/v1/chat/completions"
+            overhead = _overhead(client, direct_url, gateway_url, secret)
+            stub_requests.clear()
+            stub.chunk_delay = 0.02
+            ttfb = _ttfb(client, direct_url, gateway_url, secret)
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=10)
+        upstream.stop()
+    extraction = _extraction()
+
+    on, off = overhead["overhead_memory_on"], overhead["overhead_memory_off"]
+    print(
+        f"retrieval for the bench query: {retrieval['injected']} memories / {retrieval['injected_tokens']} tokens "
+        f"injected, tiers {retrieval['tiers']}, resolution {retrieval['resolution']}"
+    )
+    print(
+        f"non-stream, {REQUESTS} sequential requests each: direct p50 {overhead['direct']['p50']} ms "
+        f"p95 {overhead['direct']['p95']} | gateway memory OFF p50 {overhead['memory_off']['p50']} "
+        f"p95 {overhead['memory_off']['p95']} | memory ON p50 {overhead['memory_on']['p50']} "
+        f"p95 {overhead['memory_on']['p95']}"
+    )
+    print(
+        f"gateway overhead, memory ON (FTS): p50 {on['p50']} ms, p95 {on['p95']} ms "
+        f"(target p50 ≤ {TARGET_OVERHEAD_P50_MS} ms: {'met' if on['p50'] <= TARGET_OVERHEAD_P50_MS else 'MISSED'}); "
+        f"memory OFF: p50 {off['p50']} ms, p95 {off['p95']} ms"
+    )
+    print(
+        f"stream first byte: direct p50 {ttfb['direct']['first_byte']['p50']} ms, gateway p50 "
+        f"{ttfb['gateway']['first_byte']['p50']} ms p95 {ttfb['gateway']['first_byte']['p95']} ms "
+        f"(whole stream: direct p50 {ttfb['direct']['complete']['p50']} ms, gateway "
+        f"{ttfb['gateway']['complete']['p50']} ms)"
+    )
+    print(
+        f"extraction of {extraction['text_chars']:,} chars: extract_facts p50 "
+        f"{extraction['extract_facts_ms']['p50']} ms p95 {extraction['extract_facts_ms']['p95']} ms "
+        f"({extraction['facts']} facts); extraction_run (stored {extraction['stored']}) "
+        f"{extraction['extraction_run_ms']} ms"
+    )
+    return {
+        "retrieval": retrieval,
+        "overhead": overhead,
+        "stream": ttfb,
+        "extraction": extraction,
+        "target_overhead_p50_ms": TARGET_OVERHEAD_P50_MS,
+    }
+
+
+if __name__ == "__main__":
+    import json
+    import tempfile
+
+    from bench.__main__ import setup_django
+
+    with tempfile.TemporaryDirectory(prefix="omniroute-bench-") as data_dir:
+        setup_django(data_dir)
+        print(json.dumps(run(), indent=2, default=str))

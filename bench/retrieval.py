@@ -1,0 +1,86 @@
+"""Hybrid retrieval latency for one owner at 10k and 100k memories, next to a numpy scan."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from bench.corpus import memories, queries
+from bench.stats import summary, time_ms
+
+SIZES = (10_000, 100_000)
+QUERIES = 100
+
+
+def _load_owner(n: int, seed: int):
+    from memory.models import ApiKey
+    from memory.services.indexing import reindex_all
+    from memory.services.memories import MemoryInput, memory_bulk_create
+
+    owner, _ = ApiKey.issue(name=f"bench-{n}")
+    texts = memories(n, seed=seed)
+    started = time.perf_counter()
+    for i in range(0, n, 10_000):
+        memory_bulk_create([MemoryInput(owner=owner, content=t) for t in texts[i : i + 10_000]])
+    reindex_all()
+    return owner, time.perf_counter() - started
+
+
+def run() -> dict:
+    from django.db import connection
+
+    from memory.conf import get_memory_settings, update_memory_settings
+    from memory.embeddings import runtime
+    from memory.retrieval.engine import retrieve
+    from memory.services.indexing import vector_context
+
+    update_memory_settings({"embeddingSource": "static"})
+    runtime.reset()
+    ctx = vector_context(get_memory_settings())
+    if not ctx.usable:
+        print(f"no vector tier ({ctx.reason}); run manage.py build_embedding_models")
+        return {}
+    # A second owner so per-owner search has neighbours to ignore.
+    _load_owner(5_000, seed=99)
+    results = {}
+    qs = queries(QUERIES)
+    for n in SIZES:
+        owner, load_s = _load_owner(n, seed=n)
+        owners = frozenset({owner.pk})
+        retrieve(owner_ids=owners, query=qs[0], strategy="hybrid", limit=10)  # loads the owner's matrix
+        lat = {}
+        for strategy, use_vectors in (("hybrid", True), ("semantic", True), ("fts", False)):
+            engine_strategy = "hybrid" if strategy == "fts" else strategy
+            samples = []
+            for q in qs:
+                samples += time_ms(
+                    lambda q=q: retrieve(
+                        owner_ids=owners, query=q, strategy=engine_strategy, limit=10, use_vectors=use_vectors
+                    ),
+                    1,
+                )
+            lat[strategy] = summary(samples)
+        # numpy brute force over the same vectors, queries embedded by the same source
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT embedding FROM memory_vec WHERE owner_id = %s", [owner.pk.hex])
+            matrix = np.stack([np.frombuffer(row[0], dtype=np.float32) for row in cursor.fetchall()])
+        qvecs = ctx.source.embed(qs)
+
+        def scan(v):
+            scores = matrix @ v
+            top = np.argpartition(-scores, 10)[:10]
+            return top[np.argsort(-scores[top])]
+
+        numpy_lat = summary([t for v in qvecs for t in time_ms(lambda v=v: scan(v), 1)])
+        embed_lat = summary([t for q in qs for t in time_ms(lambda q=q: ctx.source.embed([q + " x"]), 1)])
+        target = 5.0 if n == 10_000 else 2 * numpy_lat["p50"] + 2
+        results[n] = {"load_s": round(load_s, 1), **lat, "numpy_scan": numpy_lat, "query_embedding": embed_lat,
+                      "target_p50_ms": round(target, 2)}
+        print(
+            f"{n:>7,} memories/owner (loaded + indexed in {load_s:.1f} s): hybrid p50 {lat['hybrid']['p50']} ms "
+            f"p95 {lat['hybrid']['p95']} ms | semantic p50 {lat['semantic']['p50']} | FTS-only p50 {lat['fts']['p50']} "
+            f"| numpy scan p50 {numpy_lat['p50']} ms p95 {numpy_lat['p95']} | query embedding p50 {embed_lat['p50']} ms "
+            f"| target hybrid p50 ≤ {target:.2f} ms"
+        )
+    return results

@@ -1,0 +1,160 @@
+"""Qdrant settings and utility routes (reference §7.14–7.15).
+
+Differences from the reference, on purpose: search is scoped to the caller's
+owners (a bound token never sees another owner's points; a global caller may
+name one with ``apiKeyId``) and does not cap ``topK`` at 20 (B21); the
+embedding-models list makes no network request.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from memory import qdrant_conf
+from memory.api.serializers import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
+from memory.api.views import MemoryAPIView
+from memory.exceptions import PermissionDenied
+from memory.models import TokenScope
+
+logger = logging.getLogger("memory.api")
+
+
+class QdrantSettingsSerializer(StrictSerializer):
+    enabled = StrictBooleanField(required=False)
+    host = StrictCharField(required=False, allow_blank=True, max_length=500)
+    port = StrictIntegerField(required=False, min_value=1, max_value=65535)
+    collection = StrictCharField(required=False, max_length=100)
+    embeddingModel = StrictCharField(required=False, max_length=300)
+    quantization = serializers.ChoiceField(choices=qdrant_conf.QUANTIZATIONS, required=False)
+    apiKey = StrictCharField(required=False, allow_blank=True, max_length=500)
+    timeoutSeconds = StrictIntegerField(required=False, min_value=1, max_value=300)
+
+    def validate_host(self, value):
+        mode = qdrant_conf.host_mode(value)
+        if mode == "path" and not qdrant_conf.local_path_allowed(value):
+            raise serializers.ValidationError("A local Qdrant directory must be inside the data directory.")
+        if mode == "server":
+            problem = qdrant_conf.host_problem(value)
+            if problem:
+                raise serializers.ValidationError(problem)
+        return value
+
+    def validate_collection(self, value):
+        if not qdrant_conf.COLLECTION_RE.match(value):
+            raise serializers.ValidationError("Use 1-100 letters, digits, '_' or '-'.")
+        return value
+
+    def validate_embeddingModel(self, value):
+        # B18: "text-embedding-3-small" without its provider used to fail only at use time.
+        if value != "auto" and "/" not in value.strip("/"):
+            raise serializers.ValidationError("Use 'auto' or the provider/model format.")
+        return value
+
+
+class QdrantSearchSerializer(StrictSerializer):
+    query = StrictCharField(max_length=8000)
+    topK = StrictIntegerField(required=False, min_value=1, max_value=50, default=5)
+    apiKeyId = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+
+
+class QdrantCleanupSerializer(StrictSerializer):
+    retentionDays = StrictIntegerField(required=False, min_value=1, max_value=3650)
+
+
+class QdrantSettingsView(MemoryAPIView):
+    required_scopes = {"PUT": TokenScope.ADMIN, "PATCH": TokenScope.ADMIN}
+
+    @extend_schema(responses={200: dict}, operation_id="qdrant_settings_get")
+    def get(self, request):
+        return Response(qdrant_conf.get_qdrant_settings().as_public_dict())
+
+    @extend_schema(request=QdrantSettingsSerializer, responses={200: dict})
+    def put(self, request):
+        if not self.principal.is_global:
+            raise PermissionDenied("Settings are global: a token bound to API keys cannot change them")
+        body = QdrantSettingsSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        cfg = qdrant_conf.update_qdrant_settings(dict(body.validated_data))
+        return Response(cfg.as_public_dict())
+
+    patch = put
+
+
+class QdrantHealthView(MemoryAPIView):
+    @extend_schema(responses={200: dict})
+    def get(self, request):
+        from memory.vectorstores.qdrant import probe
+
+        cfg = qdrant_conf.get_qdrant_settings()
+        if not cfg.active:
+            return Response({"ok": False, "latencyMs": 0, "error": "not_configured"})
+        result = probe(cfg)
+        body = {"ok": result.ok, "latencyMs": result.latency_ms}
+        if result.error:
+            body["error"] = result.error
+        return Response(body)
+
+
+class QdrantSearchView(MemoryAPIView):
+    # A search is a read.
+    required_scopes = {"POST": TokenScope.READ}
+
+    @extend_schema(request=QdrantSearchSerializer, responses={200: dict})
+    def post(self, request):
+        from memory.vectorstores.qdrant import search_memories
+
+        body = QdrantSearchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        owners = self.principal.owner_filter(data.get("apiKeyId") or None)
+        return Response(search_memories(query=data["query"], top_k=data["topK"], owner_ids=owners))
+
+
+class QdrantCleanupView(MemoryAPIView):
+    required_scopes = {"POST": TokenScope.ADMIN}
+
+    @extend_schema(request=QdrantCleanupSerializer, responses={200: dict})
+    def post(self, request):
+        from memory.conf import get_memory_settings
+        from memory.vectorstores.qdrant import QdrantUnavailable, cleanup_expired
+
+        if not self.principal.is_global:
+            raise PermissionDenied("Cleanup spans every owner: a token bound to API keys cannot run it")
+        body = QdrantCleanupSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        days = body.validated_data.get("retentionDays") or get_memory_settings().retentionDays
+        try:
+            deleted = cleanup_expired(days)
+        except QdrantUnavailable as exc:
+            return Response({"ok": False, "deletedCount": 0, "retentionDays": days, "error": str(exc)})
+        except Exception as exc:
+            logger.warning("qdrant cleanup failed: %s", exc)
+            return Response(
+                {"ok": False, "deletedCount": 0, "retentionDays": days, "error": "qdrant cleanup failed"}
+            )
+        return Response({"ok": True, "deletedCount": deleted, "retentionDays": days})
+
+
+class QdrantEmbeddingModelsView(MemoryAPIView):
+    @extend_schema(responses={200: dict})
+    def get(self, request):
+        from memory.engine_status import embedding_providers
+
+        models = {
+            "auto": "auto - the memory embedding source",
+            "openai/text-embedding-3-small": "openai/text-embedding-3-small - text-embedding-3-small",
+        }
+        for provider in embedding_providers():
+            for model in provider["models"]:
+                models.setdefault(model["id"], f"{model['id']} - {model['name']}")
+        ordered = sorted(models.items(), key=lambda item: (item[0] != "auto", item[0].lower()))
+        return Response({"models": [{"value": value, "label": label} for value, label in ordered]})

@@ -1,0 +1,132 @@
+"""all-MiniLM-L6-v2 run locally with onnxruntime (the "transformers" source)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memory.embeddings.base import (
+    REASON_MODEL_LOAD_FAILED,
+    REASON_REQUEST_FAILED,
+    EmbeddingError,
+    EmbeddingSource,
+    l2_normalize,
+)
+from memory.embeddings.build import (
+    MODEL_FILENAME,
+    MODEL_INT8_FILENAME,
+    OUTPUT_NAME,
+    TOKENIZER_FILENAME,
+)
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+MODEL_NAME_INT8 = "all-MiniLM-L6-v2-int8"
+DIM = 384
+
+
+class OnnxMiniLMSource(EmbeddingSource):
+    """Sentence embeddings from a directory built by ``build.build_minilm_onnx``.
+
+    ``fast=True`` uses ``model_int8.onnx`` (mean cosine ~0.99 against float, model name
+    ``all-MiniLM-L6-v2-int8``, so its vectors never mix with float ones). Texts longer than 256
+    tokens are truncated. The session and tokenizer load on the first ``embed`` call.
+    """
+
+    name = "transformers"
+
+    def __init__(
+        self,
+        model_dir: Path,
+        *,
+        fast: bool = False,
+        intra_op_num_threads: int = 1,
+        batch_size: int = 32,
+    ) -> None:
+        self.model_dir = Path(model_dir)
+        self.fast = fast
+        self.model = MODEL_NAME_INT8 if fast else MODEL_NAME
+        self.dim = DIM
+        # One thread by default: the server embeds from several request threads at once, and
+        # oversubscribing 2 cores with per-session thread pools is slower than one thread each.
+        self.intra_op_num_threads = intra_op_num_threads
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._session is not None:
+            return self._session, self._tokenizer
+        with self._lock:
+            if self._session is None:
+                model_file = MODEL_INT8_FILENAME if self.fast else MODEL_FILENAME
+                try:
+                    import onnxruntime as ort
+                    from tokenizers import Tokenizer
+
+                    tokenizer = Tokenizer.from_file(str(self.model_dir / TOKENIZER_FILENAME))
+                    options = ort.SessionOptions()
+                    options.intra_op_num_threads = self.intra_op_num_threads
+                    options.inter_op_num_threads = 1
+                    session = ort.InferenceSession(
+                        str(self.model_dir / model_file), options, providers=["CPUExecutionProvider"]
+                    )
+                except Exception as exc:
+                    # No path in the message (spec §8.1: messages are sanitised); the file name
+                    # and the builder's name are what an operator needs.
+                    raise EmbeddingError(
+                        f"Could not load {model_file} or {TOKENIZER_FILENAME} "
+                        f"({type(exc).__name__}); run the build_embedding_models command",
+                        source=self.name,
+                        model=self.model,
+                        reason=REASON_MODEL_LOAD_FAILED,
+                    ) from exc
+                self._tokenizer = tokenizer
+                self._session = session
+        return self._session, self._tokenizer
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """See ``EmbeddingSource.embed``. Raises ``EmbeddingError`` (``model_load_failed`` or ``request_failed``)."""
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        session, tokenizer = self._load()
+        try:
+            encodings = tokenizer.encode_batch(list(texts))
+        except Exception as exc:
+            raise EmbeddingError(
+                f"Tokenisation failed ({type(exc).__name__})",
+                source=self.name,
+                model=self.model,
+                reason=REASON_REQUEST_FAILED,
+            ) from exc
+
+        # Batch texts of similar length together: padding to the longest of a batch then wastes
+        # little compute. encode_batch pads to the longest of the whole call, so the padding is
+        # cut per batch from the attention mask.
+        lengths = np.array([sum(e.attention_mask) for e in encodings])
+        order = np.argsort(lengths, kind="stable")
+        out = np.empty((len(texts), DIM), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            width = int(lengths[idx].max())
+            feed = {
+                "input_ids": np.array([encodings[i].ids[:width] for i in idx], dtype=np.int64),
+                "attention_mask": np.array(
+                    [encodings[i].attention_mask[:width] for i in idx], dtype=np.int64
+                ),
+                "token_type_ids": np.array([encodings[i].type_ids[:width] for i in idx], dtype=np.int64),
+            }
+            try:
+                out[idx] = session.run([OUTPUT_NAME], feed)[0]
+            except Exception as exc:
+                raise EmbeddingError(
+                    f"ONNX inference failed ({type(exc).__name__})",
+                    source=self.name,
+                    model=self.model,
+                    reason=REASON_REQUEST_FAILED,
+                ) from exc
+        # The graph already normalises; this only guards against drift in a hand-edited model.
+        return l2_normalize(out)

@@ -1,0 +1,167 @@
+"""Retrieval quality on a labelled dataset (the format of shared/eval/dev-recall.json).
+
+Each dataset owner is loaded under its own API key and every query runs as
+its owner only (never a global scope). Any hit from another owner counts as
+an isolation failure.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import transaction
+
+from memory.models import ApiKey, Memory
+from memory.retrieval.engine import retrieve
+from memory.services.indexing import reindex_all
+from memory.services.memories import MemoryInput, memory_bulk_create
+
+# name → (engine strategy, use vectors)
+STRATEGIES = {
+    "recent": ("exact", False),
+    "fts": ("hybrid", False),
+    "vector": ("semantic", True),
+    "hybrid": ("hybrid", True),
+}
+KS = (1, 5, 10)
+
+
+@dataclass
+class StrategyReport:
+    name: str
+    recall: dict[str, dict[int, list[float]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
+    negative_top1: list[float] = field(default_factory=list)
+    answerable_top1: list[float] = field(default_factory=list)
+    latencies_ms: list[float] = field(default_factory=list)
+    isolation_failures: int = 0
+    tiers: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+    def mean(self, kind: str, k: int) -> float:
+        values = self.recall[kind][k]
+        return sum(values) / len(values) if values else 0.0
+
+    def summary(self) -> dict:
+        kinds = sorted(self.recall)
+        lat = sorted(self.latencies_ms)
+        return {
+            "strategy": self.name,
+            "recall": {kind: {f"R@{k}": round(self.mean(kind, k), 3) for k in KS} for kind in kinds},
+            "negativeTop1": _spread(self.negative_top1),
+            "answerableTop1": _spread(self.answerable_top1),
+            "latencyMs": {
+                "p50": round(lat[len(lat) // 2], 2) if lat else None,
+                "p95": round(lat[int(len(lat) * 0.95)], 2) if lat else None,
+            },
+            "isolationFailures": self.isolation_failures,
+            "tiers": dict(self.tiers),
+        }
+
+
+def _spread(values: list[float]) -> dict:
+    if not values:
+        return {}
+    return {"median": round(statistics.median(values), 4), "max": round(max(values), 4), "n": len(values)}
+
+
+def load_dataset(dataset: dict, *, prefix: str) -> tuple[dict[str, ApiKey], dict[str, int]]:
+    """Create one API key per dataset owner and its memories; returns (owners, memory id → seq)."""
+    owners = {name: ApiKey.issue(name=f"{prefix}{name}")[0] for name in dataset["owners"]}
+    items, ids = [], []
+    for row in dataset["memories"]:
+        items.append(
+            MemoryInput(
+                owner=owners[row["owner"]],
+                content=row["content"],
+                key=row.get("key") or None,
+                type=row.get("type") or "factual",
+                session_id=row.get("session_id") or "",
+                metadata={"evalId": row["id"]},
+            )
+        )
+        ids.append(row["id"])
+    with transaction.atomic():
+        result = memory_bulk_create(items)
+        uuid_to_eval = dict(zip(result["ids"], ids, strict=True))
+        created = {row["id"]: row.get("created_at") for row in dataset["memories"]}
+        seqs = {}
+        for memory in Memory.objects.filter(uuid__in=list(uuid_to_eval)):
+            eval_id = uuid_to_eval[str(memory.uuid)]
+            seqs[eval_id] = memory.seq
+            if created.get(eval_id):
+                Memory.objects.filter(seq=memory.seq).update(
+                    created_at=datetime.fromisoformat(created[eval_id].replace("Z", "+00:00"))
+                )
+    return owners, seqs
+
+
+def evaluate(
+    dataset: dict, *, strategies=("fts", "vector", "hybrid"), prefix: str = "eval:", keep: bool = False
+) -> list[dict]:
+    owners, seqs = load_dataset(dataset, prefix=prefix)
+    try:
+        index = reindex_all()
+        seq_to_id = {seq: eval_id for eval_id, seq in seqs.items()}
+        owner_of = {row["id"]: row["owner"] for row in dataset["memories"]}
+        reports = []
+        for name in strategies:
+            strategy, use_vectors = STRATEGIES[name]
+            report = StrategyReport(name)
+            for query in dataset["queries"]:
+                owner = owners[query["owner"]]
+                started = time.perf_counter()
+                result = retrieve(
+                    owner_ids=frozenset({owner.pk}),
+                    query=query["query"],
+                    strategy=strategy,
+                    max_tokens=1_000_000,
+                    limit=10,
+                    filter_irrelevant=False,
+                    use_vectors=use_vectors,
+                )
+                report.latencies_ms.append((time.perf_counter() - started) * 1000)
+                top = [seq_to_id.get(hit.memory.seq) for hit in result.hits[:10]]
+                for hit in result.hits:
+                    report.tiers[hit.tier] += 1
+                report.isolation_failures += sum(
+                    1 for t in top if t is None or owner_of.get(t) != query["owner"]
+                )
+                top1 = result.hits[0].score if result.hits else 0.0
+                relevant = set(query["relevant"])
+                if query["kind"] == "negative" or not relevant:
+                    report.negative_top1.append(top1)
+                    continue
+                report.answerable_top1.append(top1)
+                for kind in (query["kind"], "overall"):
+                    for k in KS:
+                        report.recall[kind][k].append(len(relevant & set(top[:k])) / len(relevant))
+            reports.append(report.summary() | {"index": index})
+        return reports
+    finally:
+        if not keep:
+            ApiKey.objects.filter(pk__in=[o.pk for o in owners.values()]).delete()
+
+
+def format_table(report: dict) -> str:
+    lines = [
+        f"strategy: {report['strategy']}   latency p50 {report['latencyMs']['p50']} ms, "
+        f"p95 {report['latencyMs']['p95']} ms   isolation failures: {report['isolationFailures']}"
+    ]
+    lines.append(f"  {'kind':<12} {'R@1':>6} {'R@5':>6} {'R@10':>6}")
+    order = sorted(report["recall"], key=lambda k: (k == "overall", k))
+    for kind in order:
+        row = report["recall"][kind]
+        lines.append(f"  {kind:<12} {row['R@1']:>6.3f} {row['R@5']:>6.3f} {row['R@10']:>6.3f}")
+    neg, ans = report["negativeTop1"], report["answerableTop1"]
+    if neg:
+        lines.append(
+            f"  negative top-1 score: median {neg['median']}, max {neg['max']} "
+            f"(answerable: median {ans.get('median')}, max {ans.get('max')})"
+        )
+    lines.append(f"  tiers: {report['tiers']}")
+    return "\n".join(lines)

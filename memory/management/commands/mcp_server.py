@@ -1,0 +1,41 @@
+"""Serve the memory MCP tools over stdio (for agents that spawn their tools).
+
+    OMNIROUTE_TOKEN=omt_… python manage.py mcp_server
+    python manage.py mcp_server --token omt_…
+
+Prefer the environment variable: a ``--token`` argument is visible to other
+users in the process list. The token is checked at start (a clear error and
+a non-zero exit when it is missing, unknown or revoked) and again on every
+tool call. stdout carries the MCP protocol only; logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+from django.core.management.base import BaseCommand, CommandError
+from rest_framework.exceptions import AuthenticationFailed
+
+from memory.mcp import build_stdio_server, principal_for_secret
+
+TOKEN_ENV = "OMNIROUTE_TOKEN"
+
+
+class Command(BaseCommand):
+    help = f"Serve the memory MCP tools over stdio, authenticated by a management token (--token or {TOKEN_ENV})."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--token", default=None, help=f"management token secret (default: ${TOKEN_ENV})")
+
+    def handle(self, *args, token, **options):
+        secret = (token or os.environ.get(TOKEN_ENV, "")).strip()
+        if not secret:
+            raise CommandError(f"no management token: pass --token or set {TOKEN_ENV}")
+        try:
+            principal = principal_for_secret(secret)
+        except AuthenticationFailed as exc:
+            raise CommandError(str(exc.detail)) from None
+        reach = "all API keys" if principal.is_global else f"{len(principal.owner_ids)} API key(s)"
+        self.stderr.write(f"omniroute-memory MCP server on stdio ({principal.scope} scope, {reach})")
+        anyio.run(build_stdio_server(secret).run_stdio_async)

@@ -1,0 +1,291 @@
+"""Typed Qdrant settings: stored in the ``Setting`` table (``qdrant.*``) over env defaults.
+
+Read through :func:`get_qdrant_settings` (cached for ``MEMORY_SETTINGS_CACHE_SECONDS``
+and invalidated on every write made in this process). Values read back from
+the database are normalised as in the reference §6.4 and never raise: junk
+falls back to the environment default, then to the built-in default. The
+environment is read when the settings are read, never at import time.
+
+``host`` chooses the transport:
+
+- ``http(s)://name[:port]`` or ``name[:port]``: a Qdrant server (``port``
+  fills in a missing port, §9.1);
+- ``:memory:``: qdrant-client's in-process local mode (tests, demos);
+- an absolute path: local mode persisted in that directory (one process at a
+  time: qdrant-client locks the directory).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import transaction
+
+from omniroute.env import envint, envstr
+
+PREFIX = "qdrant."
+QUANTIZATIONS = ("none", "int8", "binary")
+DEFAULT_COLLECTION = "omniroute_memory"
+DEFAULT_PORT = 6333
+# Qdrant refuses names with "/" and similar; the collection per signature
+# appends "_<slug>_<hash>" to this base, so keep it short and plain.
+COLLECTION_RE = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+MEMORY_LOCATION = ":memory:"
+
+
+@dataclass(frozen=True)
+class QdrantSettings:
+    """The operator-facing Qdrant settings (API field names, as in the reference §7.14)."""
+
+    enabled: bool = False
+    host: str = ""
+    port: int = DEFAULT_PORT
+    apiKey: str | None = None
+    collection: str = DEFAULT_COLLECTION
+    # Informational: points carry the vectors of the memory embedding source
+    # (the collection follows its signature), so "auto" is the default.
+    embeddingModel: str = "auto"
+    quantization: str = "none"
+    timeoutSeconds: int = 5
+
+    @property
+    def mode(self) -> str:
+        """``"server"``, ``"memory"``, ``"path"`` or ``"none"`` (no host)."""
+        return host_mode(self.host)
+
+    @property
+    def configured(self) -> bool:
+        return self.mode != "none"
+
+    @property
+    def active(self) -> bool:
+        """Enabled and pointing somewhere: writes are mirrored, and Qdrant may be searched."""
+        return self.enabled and self.configured
+
+    @property
+    def url(self) -> str:
+        """The server's base URL (§9.1): no trailing ``/``, ``http://`` when no scheme, ``port`` when none."""
+        host = self.host.strip().rstrip("/")
+        if "://" not in host:
+            host = "http://" + host
+        try:
+            parts = urlsplit(host)
+            if parts.port is None:
+                netloc = f"{parts.netloc}:{self.port}"
+                return parts._replace(netloc=netloc).geturl()
+        except ValueError:
+            return f"{self.host}:{self.port}"
+        return host
+
+    @property
+    def target(self) -> str:
+        """Where Qdrant is, for humans (never contains the API key)."""
+        mode = self.mode
+        if mode == "server":
+            return self.url
+        if mode in ("memory", "path"):
+            return f"local {self.host}"
+        return "nowhere"
+
+    def connection_key(self) -> tuple:
+        """What identifies one client. Local mode keys on the location only: qdrant-client
+        locks a path directory, and an in-memory store lives in its one client."""
+        if self.mode == "server":
+            return ("server", self.url, self.apiKey, self.timeoutSeconds)
+        return ("local", self.host)
+
+    def as_public_dict(self) -> dict[str, Any]:
+        """The GET shape: the API key is never returned, only whether one is set and its tail."""
+        data = asdict(self)
+        key = data.pop("apiKey")
+        data["hasApiKey"] = bool(key)
+        data["apiKeyMasked"] = mask_api_key(key)
+        data["mode"] = self.mode
+        return data
+
+
+def mask_api_key(key: str | None) -> str | None:
+    """``"***" + last 4`` (reference §7.14); a key of 8 characters or fewer shows no tail."""
+    if not key:
+        return None
+    return "***" + key[-4:] if len(key) > 8 else "***"
+
+
+def host_mode(host: str) -> str:
+    host = (host or "").strip()
+    if not host:
+        return "none"
+    if host == MEMORY_LOCATION:
+        return "memory"
+    if host.startswith("/"):
+        return "path"
+    return "server"
+
+
+def host_problem(host: str) -> str | None:
+    """Why ``host`` is not a usable server address, or None. (Local-mode values are checked by the caller.)"""
+    host = host.strip().rstrip("/")
+    candidate = host if "://" in host else "http://" + host
+    try:
+        parts = urlsplit(candidate)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return "Not a valid host or URL."
+    if parts.scheme not in ("http", "https"):
+        return "Only http and https URLs are allowed."
+    if not parts.hostname:
+        return "A host name is required."
+    if parts.username or parts.password:
+        return "Put the API key in apiKey, not in the URL."
+    if parts.query or parts.fragment:
+        return "The URL must not have a query string or fragment."
+    return None
+
+
+def env_defaults() -> QdrantSettings:
+    """The environment's values (read now, not at import), over the built-in defaults."""
+    return QdrantSettings(
+        host=(envstr("QDRANT_HOST") or envstr("QDRANT_URL")).strip(),
+        port=envint("QDRANT_PORT", DEFAULT_PORT, minimum=1, maximum=65535),
+        apiKey=envstr("QDRANT_API_KEY").strip() or None,
+        collection=_collection(envstr("QDRANT_COLLECTION"), DEFAULT_COLLECTION),
+        embeddingModel=envstr("QDRANT_EMBEDDING_MODEL").strip() or "auto",
+        timeoutSeconds=envint("QDRANT_TIMEOUT_SECONDS", 5, minimum=1, maximum=300),
+    )
+
+
+def _enabled(value, default):
+    # Only the literal boolean true enables Qdrant ("true", 1 → disabled).
+    return value is True
+
+
+def _trimmed(value, default):
+    return value.strip() if isinstance(value, str) and value.strip() else default
+
+
+def _port(value, default):
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return DEFAULT_PORT
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return default
+    if value in (float("inf"), float("-inf")):
+        return DEFAULT_PORT
+    port = int(round(value))
+    return port if 1 <= port <= 65535 else DEFAULT_PORT
+
+
+def _collection(value, default):
+    value = value.strip() if isinstance(value, str) else ""
+    return value if COLLECTION_RE.match(value) else default
+
+
+def _quantization(value, default):
+    return value if value in QUANTIZATIONS else "none"
+
+
+def _timeout(value, default):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return default
+    if value in (float("inf"), float("-inf")):
+        return default
+    return max(1, min(300, int(round(value))))
+
+
+NORMALISERS = {
+    "enabled": _enabled,
+    "host": _trimmed,
+    "port": _port,
+    "apiKey": _trimmed,
+    "collection": _collection,
+    "embeddingModel": _trimmed,
+    "quantization": _quantization,
+    "timeoutSeconds": _timeout,
+}
+SETTING_FIELDS = tuple(f.name for f in fields(QdrantSettings))
+
+_lock = threading.Lock()
+_cached: tuple[float, QdrantSettings] | None = None
+
+
+def normalise(raw: dict[str, Any], defaults: QdrantSettings | None = None) -> QdrantSettings:
+    """Overlay the known keys of ``raw`` on ``defaults`` (the env's), normalising each value."""
+    base = defaults or env_defaults()
+    values = {}
+    for name in SETTING_FIELDS:
+        default = getattr(base, name)
+        values[name] = NORMALISERS[name](raw[name], default) if name in raw else default
+    return replace(base, **values)
+
+
+def get_qdrant_settings() -> QdrantSettings:
+    """Return the current settings (cached; see the module docstring)."""
+    global _cached
+    now = time.monotonic()
+    with _lock:
+        if _cached is not None and now - _cached[0] < settings.MEMORY_SETTINGS_CACHE_SECONDS:
+            return _cached[1]
+    from memory.models import Setting
+
+    raw = {row.key.removeprefix(PREFIX): row.value for row in Setting.objects.filter(key__startswith=PREFIX)}
+    current = normalise(raw)
+    with _lock:
+        _cached = (now, current)
+    return current
+
+
+def invalidate_qdrant_settings_cache() -> None:
+    global _cached
+    with _lock:
+        _cached = None
+
+
+@transaction.atomic
+def update_qdrant_settings(changes: dict[str, Any]) -> QdrantSettings:
+    """Store the given (already validated) fields and return the new settings.
+
+    ``apiKey: ""`` (or None) clears the stored key. When ``enabled`` is among
+    the changes, the memory ``vectorStore`` follows it: ``"qdrant"`` when
+    enabled, ``"auto"`` when disabled (#5597: before that, enabling Qdrant
+    did nothing).
+    """
+    from memory.conf import update_memory_settings
+    from memory.models import Setting
+
+    unknown = set(changes) - set(SETTING_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown Qdrant settings: {sorted(unknown)}")
+    for name, value in changes.items():
+        if name == "apiKey":
+            value = (value or "").strip() or None
+        Setting.objects.update_or_create(key=PREFIX + name, defaults={"value": value})
+    if "enabled" in changes:
+        update_memory_settings({"vectorStore": "qdrant" if changes["enabled"] is True else "auto"})
+    transaction.on_commit(_after_write)
+    invalidate_qdrant_settings_cache()
+    return get_qdrant_settings()
+
+
+def _after_write() -> None:
+    invalidate_qdrant_settings_cache()
+    from memory.vectorstores.qdrant import forget_stale_clients
+
+    forget_stale_clients()
+
+
+def local_path_allowed(host: str) -> bool:
+    """An API caller may put local-mode data only under the data directory."""
+    try:
+        Path(host).resolve().relative_to(Path(settings.DATA_DIR).resolve())
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,108 @@
+"""The Engine tab: status panel (polled), reindex, embedding/rerank controls, activity charts."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+
+from memory.conf import get_memory_settings, update_memory_settings
+from tests.factories import make_memory
+
+URL = "/dashboard/memory"
+
+
+def test_the_engine_tab_has_every_card(studio, alice):
+    html = studio.get(URL, {"tab": "engine"}).content.decode()
+    for marker in ('id="engine-status"', 'id="embedding-card"', 'id="rerank-card"', 'id="qdrant-card"',
+                   'id="chart-card"', "Reindex now", "Keyword (FTS5)", "Vector store"):
+        assert marker in html
+
+
+def test_the_status_panel_is_polled_every_5_seconds_and_rendered_alone(studio, alice):
+    html = studio.get(URL, {"tab": "engine"}).content.decode()
+    assert 'hx-trigger="every 5s, engine-changed from:body"' in html
+    partial = studio.hx_get(URL, {"tab": "engine", "owner": str(alice.pk)}, target="engine-status").content.decode()
+    assert "<html" not in partial and "Embedding source" not in partial
+    assert "Keyword (FTS5)" in partial and 'data-pending="' in partial
+
+
+def test_the_status_panel_warns_about_memories_waiting_for_vectors(studio, alice):
+    update_memory_settings({"embeddingSource": "auto", "staticEnabled": False, "transformersEnabled": False})
+    make_memory(alice, "one")
+    make_memory(alice, "two")
+    partial = studio.hx_get(URL, {"tab": "engine"}, target="engine-status").content.decode()
+    assert "2 memories need reindexing" in partial and 'data-pending="2"' in partial
+
+
+def test_reindex_now_starts_a_reindex_and_reports_the_pending_count(studio, alice, monkeypatch):
+    calls = []
+    monkeypatch.setattr("memory.services.indexing.reindex_start", lambda *, force: calls.append(force) or 7)
+    html = studio.hx_post("/dashboard/memory/reindex", {"owner": str(alice.pk), "force": "1"}).content.decode()
+    assert calls == [True]
+    assert "Reindexing started (7 pending)" in html and 'data-total="7"' in html
+
+
+def test_only_administrators_reindex(operator, alice):
+    assert operator.hx_post("/dashboard/memory/reindex", {"owner": str(alice.pk)}).status_code == 403
+
+
+def test_choosing_an_embedding_source_saves_it_at_once(studio, alice):
+    response = studio.hx_post("/dashboard/memory/engine-settings", {"owner": str(alice.pk), "embeddingSource": "remote"})
+    assert get_memory_settings().embeddingSource == "remote"
+    assert "engine-changed" in response["HX-Trigger"]
+    assert "Provider / model" in response.content.decode()
+
+
+def test_the_local_source_switches_toggle(studio, alice):
+    update_memory_settings({"staticEnabled": True})
+    studio.hx_post("/dashboard/memory/engine-settings", {"owner": str(alice.pk), "staticEnabled": "false"})
+    assert get_memory_settings().staticEnabled is False
+
+
+def test_invalid_engine_settings_are_refused_with_the_serializer_message(studio, alice):
+    response = studio.hx_post("/dashboard/memory/engine-settings", {"owner": str(alice.pk), "embeddingSource": "magic"})
+    assert "is not a valid choice" in response.content.decode()
+    assert get_memory_settings().embeddingSource != "magic"
+
+
+def test_rerank_lists_upstream_providers_and_saves_provider_slash_model(studio, alice):
+    from gateway.models import UpstreamProvider
+
+    UpstreamProvider.objects.create(name="cohere", base_url="http://127.0.0.1:9/v1", api_key="k")
+    UpstreamProvider.objects.create(name="nokey", base_url="http://127.0.0.1:9/v1")
+    update_memory_settings({"rerankEnabled": True})
+    html = studio.get(URL, {"tab": "engine"}).content.decode()
+    assert '<option value="cohere"' in html and '<option value="nokey"' not in html
+    studio.hx_post("/dashboard/memory/engine-settings",
+                   {"owner": str(alice.pk), "rerankProvider": "cohere", "rerankModel": "rerank-v3.5"})
+    assert get_memory_settings().rerankProviderModel == "cohere/rerank-v3.5"
+
+
+def test_enabling_rerank_is_blocked_without_a_provider_key(studio, alice):
+    html = studio.get(URL, {"tab": "engine"}).content.decode()
+    assert 'title="No provider with a configured API key' in html
+
+
+def test_operators_see_the_engine_but_cannot_change_it(operator, alice):
+    html = operator.get(URL, {"tab": "engine"}).content.decode()
+    assert "<fieldset class=\"source-grid\" disabled>" in html
+    response = operator.hx_post("/dashboard/memory/engine-settings", {"owner": str(alice.pk), "staticEnabled": "false"})
+    assert response.status_code == 403
+
+
+def test_the_activity_charts_are_svg_for_the_selected_owner(studio, alice, bob):
+    make_memory(alice, "today", key="a:1")
+    make_memory(alice, "earlier", key="a:2", type="episodic", created_at=timezone.now() - timedelta(days=3))
+    make_memory(bob, "bob", key="b:1")
+    html = studio.get(URL, {"tab": "engine", "owner": str(alice.pk)}).content.decode()
+    assert html.count("<svg") == 2
+    assert "Memories created per day, last 30 days (2 in total)" in html
+    assert "<title>factual: 1</title>" in html and "<title>episodic: 1</title>" in html
+
+
+def test_the_engine_tab_stays_within_a_query_budget(studio, alice, django_assert_max_num_queries):
+    for i in range(20):
+        make_memory(alice, f"fact {i}")
+    with django_assert_max_num_queries(25):
+        assert studio.get(URL, {"tab": "engine"}).status_code == 200

@@ -1,0 +1,49 @@
+"""/dashboard/settings: the form that writes what PUT /api/settings/memory writes."""
+
+from __future__ import annotations
+
+from memory.conf import get_memory_settings
+
+URL = "/dashboard/settings"
+VALID = {"enabled": "on", "maxTokens": "3500", "retentionDays": "90", "strategy": "semantic", "skillsEnabled": "on"}
+
+
+def test_the_form_shows_the_current_settings(studio):
+    html = studio.get(URL).content.decode()
+    assert 'name="maxTokens"' in html and 'value="2000"' in html
+    assert '<input type="radio" name="strategy" value="hybrid" checked>' in html
+    assert "billed by the upstream provider" in html
+
+
+def test_saving_writes_the_database_settings(studio):
+    response = studio.post(URL, VALID)
+    assert response.status_code == 200 and "Settings saved." in response.content.decode()
+    current = get_memory_settings()
+    assert (current.enabled, current.maxTokens, current.retentionDays, current.strategy) == (True, 3500, 90, "semantic")
+    assert current.skillsEnabled is True and current.autoSummarize is False
+
+
+def test_the_api_sees_what_the_studio_saved(studio, admin_api):
+    studio.post(URL, VALID)
+    assert admin_api.get("/api/settings/memory").json()["maxTokens"] == 3500
+
+
+def test_out_of_range_values_are_errors_next_to_the_field(studio):
+    response = studio.post(URL, {**VALID, "maxTokens": "20000", "retentionDays": "0"})
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "Ensure this value is less than or equal to 16000." in html
+    assert "Ensure this value is greater than or equal to 1." in html
+    assert get_memory_settings().maxTokens == 2000
+
+
+def test_htmx_gets_the_form_region_only(studio):
+    html = studio.hx_post(URL, VALID).content.decode()
+    assert html.strip().startswith('<form id="settings-form"') and "Settings saved." in html
+
+
+def test_operators_can_read_but_not_save(operator):
+    html = operator.get(URL).content.decode()
+    assert "Only administrators can change these settings." in html and "<fieldset disabled>" in html
+    assert operator.post(URL, VALID).status_code == 403
+    assert get_memory_settings().maxTokens == 2000

@@ -1,0 +1,91 @@
+"""The local MiniLM source against an independent PyTorch reference (fixtures/make_reference.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from tokenizers import Tokenizer
+
+from memory.embeddings.base import REASON_MODEL_LOAD_FAILED, EmbeddingError
+from memory.embeddings.onnx_minilm import OnnxMiniLMSource
+
+pytestmark = pytest.mark.slow
+
+
+def _unit(rows) -> np.ndarray:
+    rows = np.asarray(rows, dtype=np.float64)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def source(minilm_dir: Path) -> OnnxMiniLMSource:
+    return OnnxMiniLMSource(minilm_dir)
+
+
+def test_vectors_match_the_pytorch_reference(source: OnnxMiniLMSource, reference: dict):
+    texts = [item["text"] for item in reference["items"]]
+    expected = _unit([item["vector"] for item in reference["items"]])
+
+    got = source.embed(texts)
+
+    assert got.shape == (len(texts), 384)
+    assert got.dtype == np.float32
+    cosines = np.sum(got * expected, axis=1)
+    assert cosines.min() >= 0.9999, dict(zip(texts, cosines.round(6), strict=True))
+
+
+def test_long_texts_use_up_to_256_tokens_not_128(source: OnnxMiniLMSource, reference: dict, minilm_dir: Path):
+    long_item = max(reference["items"], key=lambda item: item["tokens"])
+    assert long_item["tokens"] > 128
+    expected = _unit([long_item["vector"]])[0]
+
+    # The same text cut at 128 tokens, as the shipped tokenizer.json would have done.
+    tokenizer = Tokenizer.from_file(str(minilm_dir / "tokenizer.json"))
+    tokenizer.enable_truncation(128)
+    encoding = tokenizer.encode(long_item["text"])
+    session = ort.InferenceSession(str(minilm_dir / "model.onnx"), providers=["CPUExecutionProvider"])
+    truncated = session.run(
+        None,
+        {
+            "input_ids": np.array([encoding.ids]),
+            "attention_mask": np.array([encoding.attention_mask]),
+            "token_type_ids": np.array([encoding.type_ids]),
+        },
+    )[0][0]
+
+    assert float(source.embed_one(long_item["text"]) @ expected) >= 0.9999
+    assert float(truncated @ expected) < 0.99
+
+
+def test_rows_are_unit_length_and_independent_of_batching(source: OnnxMiniLMSource):
+    texts = [f"memory number {i} " + "word " * (i % 7) for i in range(40)]  # > one internal batch
+    together = source.embed(texts)
+    alone = np.stack([source.embed_one(t) for t in texts[:3]])
+    np.testing.assert_allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(together[:3], alone, atol=1e-5)
+
+
+def test_the_int8_variant_stays_close_to_float(minilm_dir: Path, source: OnnxMiniLMSource, reference: dict):
+    fast = OnnxMiniLMSource(minilm_dir, fast=True)
+    texts = [item["text"] for item in reference["items"]]
+
+    cosines = np.sum(fast.embed(texts) * source.embed(texts), axis=1)
+
+    assert fast.signature == "transformers:all-MiniLM-L6-v2-int8:384"
+    assert cosines.mean() >= 0.99
+
+
+def test_signature_and_empty_input(source: OnnxMiniLMSource):
+    assert source.signature == "transformers:all-MiniLM-L6-v2:384"
+    assert source.embed([]).shape == (0, 384)
+
+
+def test_a_missing_model_is_a_load_error_without_paths(tmp_path: Path):
+    source = OnnxMiniLMSource(tmp_path / "nowhere")
+    with pytest.raises(EmbeddingError) as caught:
+        source.embed(["hello"])
+    assert caught.value.reason == REASON_MODEL_LOAD_FAILED
+    assert str(tmp_path) not in str(caught.value)
