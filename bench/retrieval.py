@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -9,7 +10,7 @@ import numpy as np
 from bench.corpus import memories, queries
 from bench.stats import summary, time_ms
 
-SIZES = (10_000, 100_000)
+SIZES = tuple(int(x) for x in os.environ.get("BENCH_SIZES", "10000,100000").split(","))
 QUERIES = 100
 
 

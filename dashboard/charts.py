@@ -80,18 +80,31 @@ def per_day_svg(activity: Activity, *, width: int = 640, height: int = 200) -> S
         '<line x1="{}" x2="{}" y1="{}" y2="{}" class="grid"/>'
         '<text x="{}" y="{}" class="axis" text-anchor="end">{}</text>',
         (
-            (left, width - right, _n(top + plot_h * (1 - f)), _n(top + plot_h * (1 - f)), left - 6,
-             _n(top + plot_h * (1 - f) + 4), round(peak * f))
+            (
+                left,
+                width - right,
+                _n(top + plot_h * (1 - f)),
+                _n(top + plot_h * (1 - f)),
+                left - 6,
+                _n(top + plot_h * (1 - f) + 4),
+                round(peak * f),
+            )
             for f in (0, 0.25, 0.5, 0.75, 1)
         ),
     )
     bars = format_html_join(
         "",
-        '<rect x="{}" y="{}" width="{}" height="{}" rx="2" class="bar">'
-        "<title>{}: {} memor{}</title></rect>",
+        '<rect x="{}" y="{}" width="{}" height="{}" rx="2" class="bar"><title>{}: {} memor{}</title></rect>',
         (
-            (_n(left + i * slot + (slot - bar_w) / 2), _n(top + plot_h - plot_h * n / peak), _n(bar_w),
-             _n(plot_h * n / peak), day.isoformat(), n, "y" if n == 1 else "ies")
+            (
+                _n(left + i * slot + (slot - bar_w) / 2),
+                _n(top + plot_h - plot_h * n / peak),
+                _n(bar_w),
+                _n(plot_h * n / peak),
+                day.isoformat(),
+                n,
+                "y" if n == 1 else "ies",
+            )
             for i, (day, n) in enumerate(activity.days)
         ),
     )

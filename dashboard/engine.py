@@ -39,7 +39,11 @@ def cache_stats() -> dict:
         stats = _attr("memory.embeddings.runtime", "cache_stats", "The embedding cache")()
     except NotAvailable:
         return {"hits": 0, "misses": 0, "hitRate": 0}
-    return {"hits": stats.get("hits", 0), "misses": stats.get("misses", 0), "hitRate": stats.get("hitRate", 0)}
+    return {
+        "hits": stats.get("hits", 0),
+        "misses": stats.get("misses", 0),
+        "hitRate": stats.get("hitRate", 0),
+    }
 
 
 HEALTH_FUNCTIONS = ("run_health_check",)
@@ -113,7 +117,56 @@ def upstream_providers() -> list:
 
 
 def qdrant_settings() -> dict:
-    return _attr("memory.vectorstores.qdrant", "qdrant_settings", "Qdrant")()
+    """The public Qdrant settings (API key masked) and the models offered in the quick-select."""
+    get = _attr("memory.qdrant_conf", "get_qdrant_settings", "Qdrant")
+    cfg = get()
+    models = ["auto"] + sorted(
+        {model["id"] for provider in embedding_providers() for model in provider.get("models", [])}
+    )
+    return {**cfg.as_public_dict(), "active": cfg.active, "models": models}
+
+
+def qdrant_update(changes: dict) -> tuple[dict | None, dict]:
+    """Validate ``changes`` with the API's serializer and store them: ``(settings, errors)``."""
+    serializer_class = _attr("memory.api.views_qdrant", "QdrantSettingsSerializer", "Qdrant")
+    update = _attr("memory.qdrant_conf", "update_qdrant_settings", "Qdrant")
+    serializer = serializer_class(data=changes)
+    if not serializer.is_valid():
+        return None, {name: [str(m) for m in messages] for name, messages in serializer.errors.items()}
+    update(dict(serializer.validated_data))
+    return qdrant_settings(), {}
+
+
+def qdrant_probe() -> dict:
+    """``{ok, latencyMs, error?}`` as ``GET /api/settings/qdrant/health``."""
+    get = _attr("memory.qdrant_conf", "get_qdrant_settings", "Qdrant")
+    probe = _attr("memory.vectorstores.qdrant", "probe", "Qdrant")
+    cfg = get()
+    if not cfg.active:
+        return {"ok": False, "latencyMs": 0, "error": "not configured (enable Qdrant and set a host)"}
+    result = probe(cfg)
+    return {"ok": result.ok, "latencyMs": result.latency_ms, "error": result.error}
+
+
+def qdrant_search(*, query: str, top_k: int, owner_ids) -> dict:
+    return _attr("memory.vectorstores.qdrant", "search_memories", "Qdrant")(
+        query=query, top_k=top_k, owner_ids=owner_ids
+    )
+
+
+def qdrant_cleanup() -> dict:
+    """Remove Qdrant points older than the retention period: ``{ok, deletedCount, retentionDays, error?}``."""
+    from memory.conf import get_memory_settings
+
+    cleanup = _attr("memory.vectorstores.qdrant", "cleanup_expired", "Qdrant")
+    unavailable = _attr("memory.vectorstores.qdrant", "QdrantUnavailable", "Qdrant")
+    days = get_memory_settings().retentionDays
+    try:
+        return {"ok": True, "deletedCount": cleanup(days), "retentionDays": days}
+    except unavailable as exc:
+        return {"ok": False, "deletedCount": 0, "retentionDays": days, "error": str(exc)}
+    except Exception as exc:
+        return {"ok": False, "deletedCount": 0, "retentionDays": days, "error": f"cleanup failed: {exc}"}
 
 
 class PreviewRefused(Exception):
@@ -141,7 +194,9 @@ def injection_preview(*, owner: ApiKey, request_body: dict[str, Any], session_id
         raise PreviewRefused("'model' must be a non-empty string")
     providers = enabled_providers()
     if not providers:
-        raise PreviewRefused("No upstream provider is configured: set UPSTREAM_BASE_URL or add one in the admin.")
+        raise PreviewRefused(
+            "No upstream provider is configured: set UPSTREAM_BASE_URL or add one in the admin."
+        )
     provider = select_provider(model, providers)
     if provider is None:
         raise PreviewRefused(f"No upstream provider serves the model {model!r}.")

@@ -76,10 +76,15 @@ class MemoryForm(SerializerForm):
     serializer_class = api.MemoryCreateSerializer
 
     type = forms.ChoiceField(choices=MemoryType.choices, initial=MemoryType.FACTUAL)
-    key = forms.CharField(max_length=255, widget=forms.TextInput(attrs={"placeholder": "e.g. user.preferences.theme"}))
+    key = forms.CharField(
+        max_length=255, widget=forms.TextInput(attrs={"placeholder": "e.g. user.preferences.theme"})
+    )
     content = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 3}))
     metadata = JSONObjectTextField(
-        required=False, widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "data-json-object": "", "class": "mono"})
+        required=False,
+        widget=forms.Textarea(
+            attrs={"rows": 4, "spellcheck": "false", "data-json-object": "", "class": "mono"}
+        ),
     )
 
     def __init__(self, *args, with_metadata: bool = False, **kwargs):

@@ -43,7 +43,9 @@ class ImportReport:
 
 def _entries(upload) -> list:
     if upload.size > settings.OMNIROUTE_MAX_BODY_BYTES:
-        raise ImportFileError(f"Failed to import file: larger than {settings.OMNIROUTE_MAX_BODY_BYTES} bytes.")
+        raise ImportFileError(
+            f"Failed to import file: larger than {settings.OMNIROUTE_MAX_BODY_BYTES} bytes."
+        )
     try:
         data = json.loads(upload.read().decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError):
@@ -51,7 +53,9 @@ def _entries(upload) -> list:
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list):
-        raise ImportFileError("Failed to import file: expected a JSON array of memories or one memory object.")
+        raise ImportFileError(
+            "Failed to import file: expected a JSON array of memories or one memory object."
+        )
     if len(data) > settings.MEMORY_BULK_MAX_ITEMS:
         raise ImportFileError(f"Failed to import file: more than {settings.MEMORY_BULK_MAX_ITEMS} entries.")
     return data

@@ -16,6 +16,7 @@ urlpatterns = [
     path("memory/inject", views.sandbox_inject, name="sandbox-inject"),
     path("memory/reindex", views.engine_reindex, name="engine-reindex"),
     path("memory/engine-settings", views.engine_settings, name="engine-settings"),
+    path("memory/qdrant", views.engine_qdrant, name="engine-qdrant"),
     path("memory/<uuid:memory_id>/row", views.memory_row, name="memory-row"),
     path("memory/<uuid:memory_id>/edit", views.memory_edit, name="memory-edit"),
     path("memory/<uuid:memory_id>/delete", views.memory_delete_view, name="memory-delete"),

@@ -62,7 +62,13 @@ TYPE_HELP = {
     "long_term": "Durable context",
     "entity": "People, places and things",
 }
-TIER_BADGES = {"fts5": "info", "vector": "success", "hybrid-rrf": "warning", "qdrant": "neutral", "recent": "neutral"}
+TIER_BADGES = {
+    "fts5": "info",
+    "vector": "success",
+    "hybrid-rrf": "warning",
+    "qdrant": "neutral",
+    "recent": "neutral",
+}
 SETTINGS_STRATEGIES = (
     ("recent", "Recent", "Newest memories first, within the budget. No search."),
     ("semantic", "Semantic", "Nearest memories by meaning (needs an embedding source)."),
@@ -270,15 +276,22 @@ def memory_add(request):
         else:
             data = form.validated
             saved, created = memory_create(
-                MemoryInput(owner=owner, type=data.get("type") or "factual", key=data["key"], content=data["content"])
+                MemoryInput(
+                    owner=owner, type=data.get("type") or "factual", key=data["key"], content=data["content"]
+                )
             )
             if not request.htmx:
                 return redirect(_page_url(scope, "memories"))
             response = render(
                 request,
                 f"{PAGE}#add-form",
-                {"scope": scope, "add_form": MemoryForm(auto_id="add_%s"), "saved": saved, "created": created,
-                 "types": MemoryType.choices},
+                {
+                    "scope": scope,
+                    "add_form": MemoryForm(auto_id="add_%s"),
+                    "saved": saved,
+                    "created": created,
+                    "types": MemoryType.choices,
+                },
             )
             return _changed(response, close="add-dialog")
     if not request.htmx:
@@ -355,8 +368,11 @@ def memory_delete_view(request, memory_id):
     scope = owner_scope(request)
     memory = _memory_or_404(scope, memory_id)
     if request.method == "GET":
-        return render(request, "dashboard/confirm_delete.html", {"scope": scope, "m": memory,
-                                                                 "back": _page_url(scope, "memories")})
+        return render(
+            request,
+            "dashboard/confirm_delete.html",
+            {"scope": scope, "m": memory, "back": _page_url(scope, "memories")},
+        )
     memory_delete(memory)
     if not request.htmx:
         return redirect(_page_url(scope, "memories"))
@@ -378,7 +394,11 @@ def memory_health(request):
         if report.get("working"):
             health = {"state": "ok", "label": "Pipeline OK", "title": f"Pipeline OK ({latency}ms)"}
         else:
-            health = {"state": "error", "label": "Pipeline error", "title": report.get("error") or "Pipeline error"}
+            health = {
+                "state": "error",
+                "label": "Pipeline error",
+                "title": report.get("error") or "Pipeline error",
+            }
         health["stages"] = report.get("stages") or {}
     return render(request, f"{PAGE}#health", {"health": health})
 
@@ -391,8 +411,13 @@ def memory_export(request):
     filters = _filters(request)
     if scope.is_empty:
         raise Http404("No API key yet")
-    query = {"principal": scope.principal, "api_key_id": scope.api_key_id, "type": filters["type"] or None,
-             "q": filters["q"] or None, "limit": EXPORT_PAGE_SIZE}
+    query = {
+        "principal": scope.principal,
+        "api_key_id": scope.api_key_id,
+        "type": filters["type"] or None,
+        "q": filters["q"] or None,
+        "limit": EXPORT_PAGE_SIZE,
+    }
 
     def fetch(page: int) -> tuple[list[str], bool]:
         result = selectors.memory_list(page=page, **query)
@@ -512,7 +537,12 @@ def memory_enabled(request):
 def _sandbox_context(request, scope: OwnerScope) -> dict:
     bound = "query" in request.GET
     form = SandboxForm(request.GET if bound else None, auto_id="sandbox_%s")
-    context = {"scope": scope, "sandbox_form": form, "strategy_labels": STRATEGY_LABELS, "tier_badges": TIER_BADGES}
+    context = {
+        "scope": scope,
+        "sandbox_form": form,
+        "strategy_labels": STRATEGY_LABELS,
+        "tier_badges": TIER_BADGES,
+    }
     if bound and not scope.is_empty and form.is_valid():
         data = form.cleaned_data
         try:
@@ -527,7 +557,10 @@ def _sandbox_context(request, scope: OwnerScope) -> dict:
         except (engine.NotAvailable, DomainError) as exc:
             context["preview_error"] = getattr(exc, "message", str(exc))
         else:
-            used, budget = preview.get("totalTokensUsed") or 0, preview.get("budgetMaxTokens") or data["budget"]
+            used, budget = (
+                preview.get("totalTokensUsed") or 0,
+                preview.get("budgetMaxTokens") or data["budget"],
+            )
             for item in preview["memories"]:
                 item["badge"] = TIER_BADGES.get(item.get("tier"), "neutral")
                 item["owner_name"] = scope.name_of(_uuid_or_none(item.get("apiKeyId")))
@@ -595,8 +628,11 @@ def _status_context() -> dict:
     except Exception as exc:
         logger.exception("engine status failed")
         return {"status_error": f"Engine status failed: {exc}"}
-    return {"status": status, "status_rows": status_rows(status),
-            "status_pending": (status.get("vectorStore") or {}).get("needsReindex", 0)}
+    return {
+        "status": status,
+        "status_rows": status_rows(status),
+        "status_pending": (status.get("vectorStore") or {}).get("needsReindex", 0),
+    }
 
 
 def status_rows(status: dict) -> list[dict]:
@@ -610,7 +646,9 @@ def status_rows(status: dict) -> list[dict]:
         {
             "name": "Keyword (FTS5)",
             "state": "ok" if keyword.get("available") else "error",
-            "text": "Keyword search available" if keyword.get("available") else keyword.get("reason", "unavailable"),
+            "text": "Keyword search available"
+            if keyword.get("available")
+            else keyword.get("reason", "unavailable"),
         },
         {
             "name": "Embedding",
@@ -632,9 +670,13 @@ def status_rows(status: dict) -> list[dict]:
             "name": "Vector store",
             "state": "ok" if store.get("available") else ("unknown" if backend == "none" else "error"),
             "text": (
-                f"{backend} · {store.get('rowCount', 0)} vectors" if store.get("available") else store.get("reason") or backend
+                f"{backend} · {store.get('rowCount', 0)} vectors"
+                if store.get("available")
+                else store.get("reason") or backend
             ),
-            "warning": f"{pending} memor{'y needs' if pending == 1 else 'ies need'} reindexing" if pending else None,
+            "warning": f"{pending} memor{'y needs' if pending == 1 else 'ies need'} reindexing"
+            if pending
+            else None,
         }
     )
     if not qdrant.get("enabled"):
@@ -642,13 +684,25 @@ def status_rows(status: dict) -> list[dict]:
     elif qdrant.get("healthy"):
         rows.append({"name": "Qdrant", "state": "ok", "text": f"Healthy ({qdrant.get('latencyMs')}ms)"})
     else:
-        rows.append({"name": "Qdrant", "state": "error", "text": qdrant.get("error") or "Unhealthy",
-                     "configure": "qdrant-card"})
+        rows.append(
+            {
+                "name": "Qdrant",
+                "state": "error",
+                "text": qdrant.get("error") or "Unhealthy",
+                "configure": "qdrant-card",
+            }
+        )
     if not rerank.get("enabled"):
         rows.append({"name": "Rerank", "state": "unknown", "text": "Disabled", "configure": "rerank-card"})
     else:
-        rows.append({"name": "Rerank", "state": "ok" if rerank.get("available") else "error",
-                     "text": rerank.get("reason") or "", "configure": None if rerank.get("available") else "rerank-card"})
+        rows.append(
+            {
+                "name": "Rerank",
+                "state": "ok" if rerank.get("available") else "error",
+                "text": rerank.get("reason") or "",
+                "configure": None if rerank.get("available") else "rerank-card",
+            }
+        )
     return rows
 
 
@@ -683,6 +737,7 @@ def _engine_context(request, scope: OwnerScope) -> dict:
         context["qdrant"] = engine.qdrant_settings()
     except engine.NotAvailable as exc:
         context["qdrant_error"] = str(exc)
+    context["qdrant_healthy"] = bool(((context.get("status") or {}).get("qdrant") or {}).get("healthy"))
     if not scope.is_empty:
         activity = charts.memory_activity(
             principal=scope.principal, owner_ids=scope.principal.owner_filter(scope.api_key_id)
@@ -733,6 +788,73 @@ def engine_settings(request):
     return trigger_client_event(response, "engine-changed", {}) if error is None else response
 
 
+QDRANT_FIELDS = ("host", "port", "collection", "embeddingModel", "quantization")
+
+
+def _qdrant_changes(post) -> dict:
+    """The fields a Qdrant save sends (the reference sends them all with every save)."""
+    changes = {name: post.get(name, "").strip() for name in QDRANT_FIELDS if name in post}
+    if "port" in changes:
+        try:
+            changes["port"] = int(changes["port"])
+        except ValueError:
+            pass  # the serializer reports it
+    if post.get("apiKey"):
+        changes["apiKey"] = post["apiKey"]
+    return changes
+
+
+@studio_view
+@require_POST
+def engine_qdrant(request):
+    """The Qdrant card: save, enable, remove the key (admins); test, cleanup (admins); search (read)."""
+    scope = owner_scope(request)
+    action = request.POST.get("action", "save")
+    context = {"scope": scope, "can_change_settings": engine.principal_can_change_settings(scope.principal)}
+    try:
+        if action == "search":
+            query = (request.POST.get("query") or "").strip()[:8000]
+            context["search"] = (
+                engine.qdrant_search(
+                    query=query, top_k=5, owner_ids=scope.principal.owner_filter(scope.api_key_id)
+                )
+                if query
+                else {"ok": False, "results": [], "error": "Type something to search for."}
+            )
+            return render(request, f"{PAGE}#qdrant-search-result", context)
+        _require_settings_admin(scope)
+        if action == "test":
+            context["probe"] = engine.qdrant_probe()
+            return render(request, f"{PAGE}#qdrant-test-result", context)
+        if action == "cleanup":
+            context["cleanup"] = engine.qdrant_cleanup()
+            return render(request, f"{PAGE}#qdrant-cleanup-result", context)
+        changes = _qdrant_changes(request.POST)
+        if action == "toggle":
+            changes["enabled"] = request.POST.get("enabled") == "true"
+        elif action == "remove-key":
+            changes = {"apiKey": ""}
+        qdrant, errors = engine.qdrant_update(changes)
+    except engine.NotAvailable as exc:
+        context["qdrant_error"] = str(exc)
+        return render(request, f"{PAGE}#qdrant-card", context)
+    if not request.htmx:
+        return redirect(_page_url(scope, "engine"))
+    if errors:
+        context.update(
+            {
+                "qdrant": {**engine.qdrant_settings(), **{k: request.POST.get(k, "") for k in QDRANT_FIELDS}},
+                "qdrant_errors": errors,
+            }
+        )
+    else:
+        context.update({"qdrant": qdrant, "qdrant_saved": True})
+    if context["qdrant"].get("active"):
+        context["qdrant_healthy"] = engine.qdrant_probe()["ok"]
+    context["memory_settings"] = get_memory_settings()
+    return trigger_client_event(render(request, f"{PAGE}#qdrant-card", context), "engine-changed", {})
+
+
 # ---------------------------------------------------------------- Settings page
 
 
@@ -754,8 +876,14 @@ def settings_page(request):
             form = SettingsForm(initial=current.as_dict())
     else:
         form = SettingsForm(initial=current.as_dict())
-    context = {"scope": scope, "form": form, "saved": saved, "can_change_settings": can_change,
-               "memory_settings": current, "strategies": SETTINGS_STRATEGIES}
+    context = {
+        "scope": scope,
+        "form": form,
+        "saved": saved,
+        "can_change_settings": can_change,
+        "memory_settings": current,
+        "strategies": SETTINGS_STRATEGIES,
+    }
     if request.htmx:
         return render(request, f"{SETTINGS_PAGE}#settings-form", context)
     return render(request, SETTINGS_PAGE, context, status=400 if form.errors else 200)

@@ -56,7 +56,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field
 from rest_framework import exceptions as drf_exceptions
-from rest_framework import serializers as drf_serializers
 
 from memory.access import Principal
 from memory.exceptions import DomainError, NotFound, PermissionDenied, ValidationFailed
@@ -273,8 +272,6 @@ def _error_text(exc: Exception) -> str:
     if isinstance(exc, DomainError):
         return exc.message
     if isinstance(exc, drf_exceptions.APIException):
-        return str(exc.detail)
-    if isinstance(exc, drf_serializers.ValidationError):
         return str(exc.detail)
     return str(exc)
 

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from memory.conf import MemorySettings, get_memory_settings
 from memory.embeddings.base import EmbeddingError, EmbeddingSource
@@ -128,12 +128,22 @@ def lazy_index(owner_ids, ctx: VectorContext, *, limit: int) -> int:
     """Embed up to ``limit`` not-yet-indexed memories of ``owner_ids`` (bounded work on a read)."""
     if limit <= 0:
         return 0
-    qs = Memory.objects.filter(needs_reindex=True)
+    # Walk the partial index of pending rows (tiny when the index is up to date);
+    # left to itself the planner prefers the owner index and visits every row
+    # of the owner.
+    sql = "SELECT seq FROM memories INDEXED BY memory_needs_reindex WHERE needs_reindex"
+    params: list = []
     if owner_ids is not None:
-        qs = qs.filter(owner_id__in=list(owner_ids))
-    pending = list(qs.order_by("-created_at").only("seq", "owner_id", "content")[:limit])
-    if not pending:
+        owners = [str(o).replace("-", "") for o in owner_ids]
+        sql += f" AND owner_id IN ({', '.join(['%s'] * len(owners))})"
+        params += owners
+    sql += " ORDER BY created_at DESC LIMIT %s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, limit])
+        seqs = [row[0] for row in cursor.fetchall()]
+    if not seqs:
         return 0
+    pending = list(Memory.objects.filter(seq__in=seqs).only("seq", "owner_id", "content"))
     try:
         return index_memories(pending, ctx)
     except EmbeddingError as exc:

@@ -60,6 +60,14 @@
 
   document.body.addEventListener("memory-changed", scheduleRefresh);
 
+  // A live refresh already on its way when an edit or a delete confirmation started waits too.
+  document.body.addEventListener("htmx:beforeSwap", function (event) {
+    if (event.detail.elt && event.detail.elt.id === "memory-list" && editing()) {
+      event.detail.shouldSwap = false;
+      live.pending = true;
+    }
+  });
+
   // ------------------------------------------------------------ reindex progress
   function progressElements() {
     const box = document.getElementById("reindex-progress");

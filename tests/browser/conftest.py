@@ -68,7 +68,12 @@ class AsgiServer:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
-            application, host="127.0.0.1", port=self.port, lifespan="off", log_level="warning", ws="websockets-sansio"
+            application,
+            host="127.0.0.1",
+            port=self.port,
+            lifespan="off",
+            log_level="warning",
+            ws="websockets-sansio",
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="asgi-test-server", daemon=True)

@@ -32,8 +32,13 @@ def login(page, username="admin", password=PASSWORD, next_path="/dashboard/memor
 
 
 def test_every_tab_renders(page, admin, owner, screenshot):
-    for i, text in enumerate(["I prefer dark mode in every editor", "We decided to use PostgreSQL for billing",
-                              "I usually deploy on Fridays"]):
+    for i, text in enumerate(
+        [
+            "I prefer dark mode in every editor",
+            "We decided to use PostgreSQL for billing",
+            "I usually deploy on Fridays",
+        ]
+    ):
         make_memory(owner, text, key=f"preference:item-{i}")
     login(page)
     page.wait_for_selector("#health .dot-ok, #health .dot-error, #health .dot-unknown")
@@ -182,7 +187,8 @@ def test_reindex_progress_reaches_100_percent(page, admin, owner, monkeypatch, s
 
     source = HashSource()
     monkeypatch.setattr(
-        "memory.services.indexing.get_source", lambda settings: (source, Resolution("static", "hash-test", "test"))
+        "memory.services.indexing.get_source",
+        lambda settings: (source, Resolution("static", "hash-test", "test")),
     )
     for i in range(12):
         make_memory(owner, f"fact number {i} about the project", key=f"fact:{i}")

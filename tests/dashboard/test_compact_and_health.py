@@ -13,7 +13,9 @@ COMPACT = "/dashboard/memory/compact"
 
 
 def old(owner, key, days=40):
-    return make_memory(owner, f"old fact {key}. More words.", key=key, created_at=timezone.now() - timedelta(days=days))
+    return make_memory(
+        owner, f"old fact {key}. More words.", key=key, created_at=timezone.now() - timedelta(days=days)
+    )
 
 
 def test_a_dry_run_lists_the_candidates_and_changes_nothing(studio, alice, bob):
@@ -62,8 +64,10 @@ def test_the_health_dot_reports_the_pipeline(studio, alice):
 
 
 def test_a_failing_pipeline_is_a_red_dot(studio, alice, monkeypatch):
-    monkeypatch.setattr("memory.services.health.run_health_check",
-                        lambda: {"working": False, "latencyMs": 3, "stages": {}, "error": "fts: boom"})
+    monkeypatch.setattr(
+        "memory.services.health.run_health_check",
+        lambda: {"working": False, "latencyMs": 3, "stages": {}, "error": "fts: boom"},
+    )
     html = studio.hx_get("/dashboard/memory/health").content.decode()
     assert 'class="dot dot-error" title="fts: boom"' in html and "Pipeline error" in html
 

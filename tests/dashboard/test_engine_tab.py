@@ -14,15 +14,25 @@ URL = "/dashboard/memory"
 
 def test_the_engine_tab_has_every_card(studio, alice):
     html = studio.get(URL, {"tab": "engine"}).content.decode()
-    for marker in ('id="engine-status"', 'id="embedding-card"', 'id="rerank-card"', 'id="qdrant-card"',
-                   'id="chart-card"', "Reindex now", "Keyword (FTS5)", "Vector store"):
+    for marker in (
+        'id="engine-status"',
+        'id="embedding-card"',
+        'id="rerank-card"',
+        'id="qdrant-card"',
+        'id="chart-card"',
+        "Reindex now",
+        "Keyword (FTS5)",
+        "Vector store",
+    ):
         assert marker in html
 
 
 def test_the_status_panel_is_polled_every_5_seconds_and_rendered_alone(studio, alice):
     html = studio.get(URL, {"tab": "engine"}).content.decode()
     assert 'hx-trigger="every 5s, engine-changed from:body"' in html
-    partial = studio.hx_get(URL, {"tab": "engine", "owner": str(alice.pk)}, target="engine-status").content.decode()
+    partial = studio.hx_get(
+        URL, {"tab": "engine", "owner": str(alice.pk)}, target="engine-status"
+    ).content.decode()
     assert "<html" not in partial and "Embedding source" not in partial
     assert "Keyword (FTS5)" in partial and 'data-pending="' in partial
 
@@ -38,7 +48,9 @@ def test_the_status_panel_warns_about_memories_waiting_for_vectors(studio, alice
 def test_reindex_now_starts_a_reindex_and_reports_the_pending_count(studio, alice, monkeypatch):
     calls = []
     monkeypatch.setattr("memory.services.indexing.reindex_start", lambda *, force: calls.append(force) or 7)
-    html = studio.hx_post("/dashboard/memory/reindex", {"owner": str(alice.pk), "force": "1"}).content.decode()
+    html = studio.hx_post(
+        "/dashboard/memory/reindex", {"owner": str(alice.pk), "force": "1"}
+    ).content.decode()
     assert calls == [True]
     assert "Reindexing started (7 pending)" in html and 'data-total="7"' in html
 
@@ -48,7 +60,9 @@ def test_only_administrators_reindex(operator, alice):
 
 
 def test_choosing_an_embedding_source_saves_it_at_once(studio, alice):
-    response = studio.hx_post("/dashboard/memory/engine-settings", {"owner": str(alice.pk), "embeddingSource": "remote"})
+    response = studio.hx_post(
+        "/dashboard/memory/engine-settings", {"owner": str(alice.pk), "embeddingSource": "remote"}
+    )
     assert get_memory_settings().embeddingSource == "remote"
     assert "engine-changed" in response["HX-Trigger"]
     assert "Provider / model" in response.content.decode()
@@ -61,7 +75,9 @@ def test_the_local_source_switches_toggle(studio, alice):
 
 
 def test_invalid_engine_settings_are_refused_with_the_serializer_message(studio, alice):
-    response = studio.hx_post("/dashboard/memory/engine-settings", {"owner": str(alice.pk), "embeddingSource": "magic"})
+    response = studio.hx_post(
+        "/dashboard/memory/engine-settings", {"owner": str(alice.pk), "embeddingSource": "magic"}
+    )
     assert "is not a valid choice" in response.content.decode()
     assert get_memory_settings().embeddingSource != "magic"
 
@@ -74,8 +90,10 @@ def test_rerank_lists_upstream_providers_and_saves_provider_slash_model(studio, 
     update_memory_settings({"rerankEnabled": True})
     html = studio.get(URL, {"tab": "engine"}).content.decode()
     assert '<option value="cohere"' in html and '<option value="nokey"' not in html
-    studio.hx_post("/dashboard/memory/engine-settings",
-                   {"owner": str(alice.pk), "rerankProvider": "cohere", "rerankModel": "rerank-v3.5"})
+    studio.hx_post(
+        "/dashboard/memory/engine-settings",
+        {"owner": str(alice.pk), "rerankProvider": "cohere", "rerankModel": "rerank-v3.5"},
+    )
     assert get_memory_settings().rerankProviderModel == "cohere/rerank-v3.5"
 
 
@@ -86,8 +104,10 @@ def test_enabling_rerank_is_blocked_without_a_provider_key(studio, alice):
 
 def test_operators_see_the_engine_but_cannot_change_it(operator, alice):
     html = operator.get(URL, {"tab": "engine"}).content.decode()
-    assert "<fieldset class=\"source-grid\" disabled>" in html
-    response = operator.hx_post("/dashboard/memory/engine-settings", {"owner": str(alice.pk), "staticEnabled": "false"})
+    assert '<fieldset class="source-grid" disabled>' in html
+    response = operator.hx_post(
+        "/dashboard/memory/engine-settings", {"owner": str(alice.pk), "staticEnabled": "false"}
+    )
     assert response.status_code == 403
 
 

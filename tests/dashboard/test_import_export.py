@@ -36,8 +36,19 @@ def test_export_streams_every_page_of_the_current_filter(studio, alice, bob, set
         only_episodic = exported(studio.get(EXPORT, {"owner": str(alice.pk), "type": "episodic"}))
         assert len(only_episodic) == 10 and {m["type"] for m in only_episodic} == {"episodic"}
         searched = exported(studio.get(EXPORT, {"owner": str(alice.pk), "q": "fact 1"}))
-        assert {m["key"] for m in searched} == {"k:01", "k:10", "k:11", "k:12", "k:13", "k:14", "k:15", "k:16",
-                                               "k:17", "k:18", "k:19"}
+        assert {m["key"] for m in searched} == {
+            "k:01",
+            "k:10",
+            "k:11",
+            "k:12",
+            "k:13",
+            "k:14",
+            "k:15",
+            "k:16",
+            "k:17",
+            "k:18",
+            "k:19",
+        }
     finally:
         views.EXPORT_PAGE_SIZE = old
 
@@ -61,11 +72,15 @@ def test_import_round_trips_an_export_into_another_owner(studio, alice, bob):
     assert "memory-changed" in response["HX-Trigger"]
     copied = Memory.objects.filter(owner=bob).order_by("key")
     assert [(m.key, m.content, m.metadata) for m in copied] == [
-        (None, "keyless note", {}), ("preference:tea", "likes tea", {"category": "preference"})]
+        (None, "keyless note", {}),
+        ("preference:tea", "likes tea", {"category": "preference"}),
+    ]
 
 
 def test_import_accepts_a_single_object(studio, alice):
-    html = studio.hx_post(IMPORT, {"owner": str(alice.pk), "file": upload({"key": "k", "content": "c"})}).content.decode()
+    html = studio.hx_post(
+        IMPORT, {"owner": str(alice.pk), "file": upload({"key": "k", "content": "c"})}
+    ).content.decode()
     assert "1 imported, 0 skipped" in html
     assert Memory.objects.get().owner_id == alice.pk
 
@@ -99,10 +114,14 @@ def test_import_in_all_owners_view_needs_an_owner_never_ownerless(studio, alice)
     html = studio.hx_post(IMPORT, {"owner": "all", "file": upload([{"content": "c"}])}).content.decode()
     assert "Choose the API key this belongs to." in html
     assert not Memory.objects.exists()
-    studio.hx_post(IMPORT, {"owner": "all", "target_owner": str(alice.pk), "file": upload([{"content": "c"}])})
+    studio.hx_post(
+        IMPORT, {"owner": "all", "target_owner": str(alice.pk), "file": upload([{"content": "c"}])}
+    )
     assert Memory.objects.get().owner_id == alice.pk
 
 
 def test_import_ignores_the_owner_written_in_the_file(studio, alice, bob):
-    studio.hx_post(IMPORT, {"owner": str(alice.pk), "file": upload([{"apiKeyId": str(bob.pk), "content": "c"}])})
+    studio.hx_post(
+        IMPORT, {"owner": str(alice.pk), "file": upload([{"apiKeyId": str(bob.pk), "content": "c"}])}
+    )
     assert Memory.objects.get().owner_id == alice.pk

@@ -34,14 +34,20 @@ def received(layer, channel, n=1, timeout=1.0):
     return async_to_sync(take)()
 
 
-def test_a_created_memory_is_relayed_to_its_owner_and_to_all_owners(alice, django_capture_on_commit_callbacks):
+def test_a_created_memory_is_relayed_to_its_owner_and_to_all_owners(
+    alice, django_capture_on_commit_callbacks
+):
     layer, mine = listen(owner_group(alice.pk))
     _, everyone = listen(ALL_OWNERS_GROUP)
     with django_capture_on_commit_callbacks(execute=True):
         memory = make_memory(alice, "likes tea", key="k")
     (message,) = received(layer, mine)
-    assert message == {"type": "memory.changed", "action": "created", "owner_id": str(alice.pk),
-                       "memory_id": str(memory.uuid)}
+    assert message == {
+        "type": "memory.changed",
+        "action": "created",
+        "owner_id": str(alice.pk),
+        "memory_id": str(memory.uuid),
+    }
     assert received(layer, everyone)[0]["action"] == "created"
 
 
@@ -56,7 +62,12 @@ def test_other_owners_hear_nothing(alice, bob, django_capture_on_commit_callback
 def test_reindex_progress_is_relayed(db):
     layer, channel = listen(REINDEX_GROUP)
     reindex_progress.send(sender=None, done=3, total=4, finished=False)
-    assert received(layer, channel)[0] == {"type": "reindex.progress", "done": 3, "total": 4, "finished": False}
+    assert received(layer, channel)[0] == {
+        "type": "reindex.progress",
+        "done": 3,
+        "total": 4,
+        "finished": False,
+    }
 
 
 def connect(user, owner):
@@ -69,7 +80,9 @@ def connect(user, owner):
     return run
 
 
-def test_the_websocket_pushes_changes_of_the_owner_on_screen(admin_user, alice, django_capture_on_commit_callbacks):
+def test_the_websocket_pushes_changes_of_the_owner_on_screen(
+    admin_user, alice, django_capture_on_commit_callbacks
+):
     async def scenario():
         communicator, connected, _ = await connect(admin_user, alice.pk)()
         assert connected
@@ -84,17 +97,24 @@ def test_the_websocket_pushes_changes_of_the_owner_on_screen(admin_user, alice, 
         return memory, message
 
     memory, message = async_to_sync(scenario)()
-    assert message == {"type": "memory.changed", "action": "created", "ownerId": str(alice.pk),
-                       "memoryId": str(memory.uuid)}
+    assert message == {
+        "type": "memory.changed",
+        "action": "created",
+        "ownerId": str(alice.pk),
+        "memoryId": str(memory.uuid),
+    }
 
 
-@pytest.mark.parametrize(("who", "owner", "allowed"), [
-    ("anonymous", "alice", False),
-    ("operator", "all", False),
-    ("operator", "alice", True),
-    ("admin", "all", True),
-    ("admin", "not-a-uuid", False),
-])
+@pytest.mark.parametrize(
+    ("who", "owner", "allowed"),
+    [
+        ("anonymous", "alice", False),
+        ("operator", "all", False),
+        ("operator", "alice", True),
+        ("admin", "all", True),
+        ("admin", "not-a-uuid", False),
+    ],
+)
 def test_who_may_listen(who, owner, allowed, admin_user, staff_user, alice):
     user = {"anonymous": AnonymousUser(), "operator": staff_user, "admin": admin_user}[who]
     owner_param = alice.pk if owner == "alice" else owner

@@ -39,14 +39,18 @@ def test_search_matches_key_and_content_and_resets_the_pagination(studio, alice,
     html = studio.hx_get(URL, {"owner": str(alice.pk), "q": "vim"}, target="memory-list").content.decode()
     assert "preference:editor" in html and "topic:01" not in html
     assert "Page 1 of 1 (1 total)" in html
-    html = studio.hx_get(URL, {"owner": str(alice.pk), "q": "topic:07"}, target="memory-list").content.decode()
+    html = studio.hx_get(
+        URL, {"owner": str(alice.pk), "q": "topic:07"}, target="memory-list"
+    ).content.decode()
     assert "topic:07" in html and "(1 total)" in html
 
 
 def test_the_type_filter(studio, alice):
     make_memory(alice, "ran the migration yesterday", key="event:migration", type="episodic")
     make_memory(alice, "likes tea", key="preference:tea")
-    html = studio.hx_get(URL, {"owner": str(alice.pk), "type": "episodic"}, target="memory-list").content.decode()
+    html = studio.hx_get(
+        URL, {"owner": str(alice.pk), "type": "episodic"}, target="memory-list"
+    ).content.decode()
     assert "event:migration" in html and "preference:tea" not in html
 
 

@@ -11,8 +11,15 @@ ADD = "/dashboard/memory/add"
 
 
 def test_add_creates_a_memory_for_the_selected_owner(studio, alice):
-    response = studio.hx_post(ADD, {"owner": str(alice.pk), "type": "procedural", "key": "deploy:friday",
-                                    "content": "deploys on Fridays"})
+    response = studio.hx_post(
+        ADD,
+        {
+            "owner": str(alice.pk),
+            "type": "procedural",
+            "key": "deploy:friday",
+            "content": "deploys on Fridays",
+        },
+    )
     assert response.status_code == 200
     memory = Memory.objects.get(key="deploy:friday")
     assert memory.owner_id == alice.pk and memory.type == "procedural"
@@ -37,17 +44,22 @@ def test_add_errors_are_shown_next_to_the_field(studio, alice):
 
 def test_the_api_serializer_rules_apply_to_the_studio_form(studio, alice, settings):
     settings.MEMORY_MAX_CONTENT_BYTES = 16
-    html = studio.hx_post(ADD, {"owner": str(alice.pk), "type": "factual", "key": "k",
-                                "content": "x" * 17}).content.decode()
+    html = studio.hx_post(
+        ADD, {"owner": str(alice.pk), "type": "factual", "key": "k", "content": "x" * 17}
+    ).content.decode()
     assert "Must be at most 16 bytes (UTF-8)." in html
     assert not Memory.objects.exists()
 
 
 def test_in_all_owners_view_add_requires_choosing_an_owner(studio, alice, bob):
-    html = studio.hx_post(ADD, {"owner": "all", "type": "factual", "key": "k", "content": "c"}).content.decode()
+    html = studio.hx_post(
+        ADD, {"owner": "all", "type": "factual", "key": "k", "content": "c"}
+    ).content.decode()
     assert "Choose the API key this belongs to." in html
     assert not Memory.objects.exists()
-    studio.hx_post(ADD, {"owner": "all", "target_owner": str(bob.pk), "type": "factual", "key": "k", "content": "c"})
+    studio.hx_post(
+        ADD, {"owner": "all", "target_owner": str(bob.pk), "type": "factual", "key": "k", "content": "c"}
+    )
     assert Memory.objects.get().owner_id == bob.pk
 
 
@@ -76,11 +88,23 @@ def test_edit_returns_an_inline_form_with_pretty_metadata(studio, alice):
 
 def test_saving_an_edit_updates_the_memory_and_returns_the_row(studio, alice):
     memory = make_memory(alice, "likes tea", key="preference:tea")
-    response = studio.hx_post(edit_url(memory), {"owner": str(alice.pk), "type": "factual", "key": "preference:coffee",
-                                                 "content": "likes coffee", "metadata": '{"source": "studio"}'})
+    response = studio.hx_post(
+        edit_url(memory),
+        {
+            "owner": str(alice.pk),
+            "type": "factual",
+            "key": "preference:coffee",
+            "content": "likes coffee",
+            "metadata": '{"source": "studio"}',
+        },
+    )
     assert response.status_code == 200
     memory.refresh_from_db()
-    assert (memory.key, memory.content, memory.metadata) == ("preference:coffee", "likes coffee", {"source": "studio"})
+    assert (memory.key, memory.content, memory.metadata) == (
+        "preference:coffee",
+        "likes coffee",
+        {"source": "studio"},
+    )
     html = response.content.decode()
     assert "data-editing" not in html and "preference:coffee" in html
 
@@ -88,8 +112,10 @@ def test_saving_an_edit_updates_the_memory_and_returns_the_row(studio, alice):
 def test_invalid_metadata_json_is_refused_next_to_the_field(studio, alice):
     memory = make_memory(alice, "likes tea", key="k")
     for raw, message in (("{not json", "Invalid JSON"), ("[1, 2]", "Must be a JSON object.")):
-        html = studio.hx_post(edit_url(memory), {"owner": str(alice.pk), "type": "factual", "key": "k",
-                                                 "content": "c", "metadata": raw}).content.decode()
+        html = studio.hx_post(
+            edit_url(memory),
+            {"owner": str(alice.pk), "type": "factual", "key": "k", "content": "c", "metadata": raw},
+        ).content.decode()
         assert message in html and "data-editing" in html
     memory.refresh_from_db()
     assert memory.content == "likes tea"
@@ -98,8 +124,10 @@ def test_invalid_metadata_json_is_refused_next_to_the_field(studio, alice):
 def test_an_edit_to_a_key_already_used_is_a_field_error(studio, alice):
     make_memory(alice, "a", key="taken")
     memory = make_memory(alice, "b", key="mine")
-    html = studio.hx_post(edit_url(memory), {"owner": str(alice.pk), "type": "factual", "key": "taken",
-                                             "content": "b", "metadata": "{}"}).content.decode()
+    html = studio.hx_post(
+        edit_url(memory),
+        {"owner": str(alice.pk), "type": "factual", "key": "taken", "content": "b", "metadata": "{}"},
+    ).content.decode()
     assert "already uses key" in html
 
 
@@ -135,7 +163,9 @@ def test_delete_needs_a_post_and_removes_the_row(studio, alice):
 def test_the_delete_button_asks_for_confirmation(studio, alice):
     make_memory(alice, "likes tea", key="k")
     html = studio.get("/dashboard/memory").content.decode()
-    assert 'hx-confirm="This action cannot be undone.' in html and 'data-confirm-title="Delete memory?"' in html
+    assert (
+        'hx-confirm="This action cannot be undone.' in html and 'data-confirm-title="Delete memory?"' in html
+    )
 
 
 def test_writes_need_a_csrf_token(alice, admin_user):

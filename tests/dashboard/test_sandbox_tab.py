@@ -27,7 +27,14 @@ def facts(alice, bob):
 
 
 def simulate(client, owner, query, **extra):
-    params = {"tab": "sandbox", "owner": str(owner), "query": query, "strategy": "hybrid", "budget": 2000, **extra}
+    params = {
+        "tab": "sandbox",
+        "owner": str(owner),
+        "query": query,
+        "strategy": "hybrid",
+        "budget": 2000,
+        **extra,
+    }
     return client.hx_get(URL, params, target="sandbox-results")
 
 
@@ -56,8 +63,10 @@ def test_no_match_says_so(studio, alice, facts):
 
 
 def test_the_sandbox_works_as_a_full_page_link(studio, alice, facts):
-    response = studio.get(URL, {"tab": "sandbox", "owner": str(alice.pk), "query": "editor", "strategy": "hybrid",
-                                "budget": 500})
+    response = studio.get(
+        URL,
+        {"tab": "sandbox", "owner": str(alice.pk), "query": "editor", "strategy": "hybrid", "budget": 500},
+    )
     html = response.content.decode()
     assert "<html" in html and "preference:editor" in html
     assert 'value="editor"' in html and '<option value="hybrid" selected>' in html
@@ -84,13 +93,19 @@ def upstream(db):
 
 
 def chat(query, model="gpt-4o-mini"):
-    return json.dumps({"model": model, "messages": [{"role": "system", "content": "Be brief."},
-                                                    {"role": "user", "content": query}]})
+    return json.dumps(
+        {
+            "model": model,
+            "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": query}],
+        }
+    )
 
 
 def test_preview_injection_shows_the_body_the_gateway_would_send(studio, alice, facts, upstream):
     update_memory_settings({"enabled": True, "strategy": "hybrid"})
-    response = studio.hx_post(INJECT, {"owner": str(alice.pk), "request_json": chat("which editor do I prefer?")})
+    response = studio.hx_post(
+        INJECT, {"owner": str(alice.pk), "request_json": chat("which editor do I prefer?")}
+    )
     html = response.content.decode()
     assert "memory injected" in html and "Upstream <strong>openai</strong>" in html
     assert "Memory context: " in html and "vim" in html and "emacs" not in html

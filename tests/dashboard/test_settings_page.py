@@ -5,7 +5,13 @@ from __future__ import annotations
 from memory.conf import get_memory_settings
 
 URL = "/dashboard/settings"
-VALID = {"enabled": "on", "maxTokens": "3500", "retentionDays": "90", "strategy": "semantic", "skillsEnabled": "on"}
+VALID = {
+    "enabled": "on",
+    "maxTokens": "3500",
+    "retentionDays": "90",
+    "strategy": "semantic",
+    "skillsEnabled": "on",
+}
 
 
 def test_the_form_shows_the_current_settings(studio):
@@ -19,7 +25,12 @@ def test_saving_writes_the_database_settings(studio):
     response = studio.post(URL, VALID)
     assert response.status_code == 200 and "Settings saved." in response.content.decode()
     current = get_memory_settings()
-    assert (current.enabled, current.maxTokens, current.retentionDays, current.strategy) == (True, 3500, 90, "semantic")
+    assert (current.enabled, current.maxTokens, current.retentionDays, current.strategy) == (
+        True,
+        3500,
+        90,
+        "semantic",
+    )
     assert current.skillsEnabled is True and current.autoSummarize is False
 
 

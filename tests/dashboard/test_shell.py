@@ -23,7 +23,9 @@ def test_users_who_are_not_staff_are_sent_to_the_login_page(client, db):
 
 
 def test_an_htmx_request_without_a_session_redirects_the_whole_page(client, db):
-    response = client.get(URL, headers={"HX-Request": "true", "HX-Current-URL": "http://testserver/dashboard/memory"})
+    response = client.get(
+        URL, headers={"HX-Request": "true", "HX-Current-URL": "http://testserver/dashboard/memory"}
+    )
     assert response.status_code == 200
     assert response["HX-Redirect"].startswith("/admin/login/?next=")
 
@@ -43,9 +45,16 @@ def test_the_page_has_the_concept_card_the_switch_and_real_tab_links(studio, ali
     assert 'hx-headers=\'{"X-CSRFToken": "' in html
 
 
-@pytest.mark.parametrize(("tab", "marker"), [("memories", "memory-list"), ("sandbox", "sandbox-form"),
-                                              ("engine", "engine-status"), ("nonsense", "memory-list"),
-                                              ("", "memory-list")])
+@pytest.mark.parametrize(
+    ("tab", "marker"),
+    [
+        ("memories", "memory-list"),
+        ("sandbox", "sandbox-form"),
+        ("engine", "engine-status"),
+        ("nonsense", "memory-list"),
+        ("", "memory-list"),
+    ],
+)
 def test_each_tab_renders_and_unknown_tabs_fall_back_to_memories(studio, alice, tab, marker):
     response = studio.get(URL, {"tab": tab})
     assert response.status_code == 200
