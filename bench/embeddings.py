@@ -26,8 +26,10 @@ def run() -> dict:
         onnx = OnnxMiniLMSource(runtime.minilm_dir())
         results["onnx_batched_per_s"] = round(_rate(onnx, texts[:1000], 64))
         results["onnx_single_per_s"] = round(_rate(onnx, texts[:200], 1))
-        print(f"ONNX all-MiniLM-L6-v2, 1 thread: batched {results['onnx_batched_per_s']} texts/s (target ≥ 300), "
-              f"one at a time {results['onnx_single_per_s']} texts/s")
+        print(
+            f"ONNX all-MiniLM-L6-v2, 1 thread: batched {results['onnx_batched_per_s']} texts/s (target ≥ 300), "
+            f"one at a time {results['onnx_single_per_s']} texts/s"
+        )
         if (runtime.minilm_dir() / "model_int8.onnx").exists():
             fast = OnnxMiniLMSource(runtime.minilm_dir(), fast=True)
             results["onnx_int8_batched_per_s"] = round(_rate(fast, texts[:1000], 64))
@@ -39,6 +41,8 @@ def run() -> dict:
         many = texts * 10
         results["static_batched_per_s"] = round(_rate(static, many, 1000))
         results["static_single_per_s"] = round(_rate(static, texts[:1000], 1))
-        print(f"static (distilled, 256-d): batched {results['static_batched_per_s']:,} texts/s (target ≥ 20,000), "
-              f"one at a time {results['static_single_per_s']:,} texts/s")
+        print(
+            f"static (distilled, 256-d): batched {results['static_batched_per_s']:,} texts/s (target ≥ 20,000), "
+            f"one at a time {results['static_single_per_s']:,} texts/s"
+        )
     return results

@@ -25,14 +25,18 @@ def run() -> dict:
     _, secret = ManagementToken.issue(name="bench", scope="admin")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
-    body = json.dumps({"memories": [{"apiKeyId": str(key.pk), "key": f"k{i}", "content": t} for i, t in enumerate(texts)]})
+    body = json.dumps(
+        {"memories": [{"apiKeyId": str(key.pk), "key": f"k{i}", "content": t} for i, t in enumerate(texts)]}
+    )
 
     started = time.perf_counter()
     response = client.post("/api/memory/bulk", data=body, content_type="application/json")
     http_s = time.perf_counter() - started
     assert response.status_code == 200, response.content[:300]
     http_rate = N / http_s
-    print(f"POST /api/memory/bulk, {N} memories with FTS: {http_s:.2f} s = {http_rate:,.0f} memories/s (target ≥ 5,000)")
+    print(
+        f"POST /api/memory/bulk, {N} memories with FTS: {http_s:.2f} s = {http_rate:,.0f} memories/s (target ≥ 5,000)"
+    )
 
     started = time.perf_counter()
     indexed = reindex_all()

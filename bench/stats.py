@@ -24,4 +24,8 @@ def time_ms(fn: Callable[[], object], repeat: int) -> list[float]:
 
 
 def summary(values: list[float]) -> dict:
-    return {"p50": round(percentile(values, 50), 3), "p95": round(percentile(values, 95), 3), "n": len(values)}
+    return {
+        "p50": round(percentile(values, 50), 3),
+        "p95": round(percentile(values, 95), 3),
+        "n": len(values),
+    }

@@ -224,4 +224,3 @@ LOGGING = {
         "huey": {"level": "INFO"},
     },
 }
-FORMS_URLFIELD_ASSUME_HTTPS = True

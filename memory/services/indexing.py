@@ -66,7 +66,10 @@ def embed_texts(ctx: VectorContext, texts: list[str]):
     """Embed ``texts`` for storage and make sure sqlite-vec matches the source's signature."""
     vectors = ctx.source.embed(texts)
     if ctx.write_store is not None:
-        ctx.write_store.ensure(signature=ctx.source.signature, dim=int(vectors.shape[1]))
+        rebuilt = ctx.write_store.ensure(signature=ctx.source.signature, dim=int(vectors.shape[1]))
+        if rebuilt:
+            # Every memory lost its vector: re-embed them all in the background.
+            schedule_reindex()
     return vectors
 
 

@@ -73,10 +73,14 @@ class _State:
     def read(cls) -> _State:
         # One plain query on the hot path (VectorMeta.load() would get_or_create).
         with connection.cursor() as cursor:
-            cursor.execute("SELECT embedding_signature, last_reset_at, active_dim FROM memory_vec_meta WHERE id = 1")
+            cursor.execute(
+                "SELECT embedding_signature, last_reset_at, active_dim FROM memory_vec_meta WHERE id = 1"
+            )
             row = cursor.fetchone() or (None, None, None)
         sig, reset_at, dim = row
-        return cls(signature=sig, epoch=f"{sig}|{reset_at}", int8=bool(sig and sig.endswith(":int8")), dim=dim)
+        return cls(
+            signature=sig, epoch=f"{sig}|{reset_at}", int8=bool(sig and sig.endswith(":int8")), dim=dim
+        )
 
 
 def _decode(blob: bytes, int8: bool) -> np.ndarray:
@@ -308,9 +312,7 @@ class SqliteVecStore(VectorStore):
             cursor.executemany(
                 f"INSERT INTO {TABLE}(rowid, owner_id, embedding) VALUES (%s, %s, {value})", rows
             )
-            cursor.executemany(
-                f"INSERT INTO {LOG} (seq, owner_id, embedding) VALUES (%s, %s, %s)", rows
-            )
+            cursor.executemany(f"INSERT INTO {LOG} (seq, owner_id, embedding) VALUES (%s, %s, %s)", rows)
 
     @transaction.atomic
     def delete(self, seqs: Iterable[int]) -> None:

@@ -17,7 +17,14 @@ def table_names() -> set[str]:
 def test_migrating_memory_to_zero_and_back_leaves_no_shadow_tables():
     SqliteVecStore().ensure(signature="test:hash:8", dim=8)
     before = table_names()
-    assert {"memories", "memory_fts", "memory_fts_data", "memory_fts_au", "memory_vec", "memory_vec_ad"} <= before
+    assert {
+        "memories",
+        "memory_fts",
+        "memory_fts_data",
+        "memory_fts_au",
+        "memory_vec",
+        "memory_vec_ad",
+    } <= before
     try:
         call_command("migrate", "memory", "zero", verbosity=0)
         leftovers = {n for n in table_names() if n.startswith(("memor", "memory_"))}
@@ -25,5 +32,12 @@ def test_migrating_memory_to_zero_and_back_leaves_no_shadow_tables():
     finally:
         call_command("migrate", verbosity=0)
     after = table_names()
-    assert {"memories", "memory_fts", "memory_fts_data", "memory_fts_ai", "memory_fts_ad", "memory_fts_au"} <= after
+    assert {
+        "memories",
+        "memory_fts",
+        "memory_fts_data",
+        "memory_fts_ai",
+        "memory_fts_ad",
+        "memory_fts_au",
+    } <= after
     assert "memory_vec" not in after  # rebuilt on demand from the embedding signature

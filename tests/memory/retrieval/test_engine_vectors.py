@@ -1,0 +1,171 @@
+"""Retrieval with real vectors (the static model built by `make test`) and its fallbacks."""
+
+import httpx
+import pytest
+import respx
+
+from memory.conf import update_memory_settings
+from memory.embeddings import runtime
+from memory.models import Memory
+from memory.retrieval.engine import retrieve
+from memory.services.indexing import pending_count, reindex_all
+from memory.signals import reindex_progress
+from memory.vectorstores.sqlite_vec import SqliteVecStore
+from tests.factories import expired, make_memory
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(
+        not runtime.static_built(), reason="run `manage.py build_embedding_models` (make test does)"
+    ),
+]
+
+
+@pytest.fixture(autouse=True)
+def static_source(db):
+    update_memory_settings({"embeddingSource": "static"})
+    yield
+    runtime.reset()
+
+
+def contents(result):
+    return [h.memory.content for h in result.hits]
+
+
+def test_semantic_finds_a_memory_by_meaning(alice):
+    make_memory(alice, content="My dog is a golden retriever puppy")
+    make_memory(alice, content="Quarterly revenue spreadsheet for the finance team")
+    reindex_all()
+    result = retrieve(
+        owner_ids=frozenset({alice.pk}), query="tell me about my pet", strategy="semantic", limit=1
+    )
+    assert contents(result) == ["My dog is a golden retriever puppy"]
+    assert result.hits[0].tier == "vector" and 0 < result.hits[0].vec_score <= 1
+    assert (
+        result.resolution["embeddingSource"] == "static" and result.resolution["vectorStore"] == "sqlite-vec"
+    )
+    assert result.resolution["fallbackReason"] is None
+
+
+def test_hybrid_fuses_fts_and_vector_ranks(alice):
+    make_memory(alice, content="We deploy the backend with Kubernetes")
+    make_memory(alice, content="My cat sleeps all day")
+    reindex_all()
+    result = retrieve(owner_ids=frozenset({alice.pk}), query="kubernetes deployment", strategy="hybrid")
+    top = result.hits[0]
+    assert top.memory.content == "We deploy the backend with Kubernetes"
+    assert top.tier == "hybrid-rrf" and top.fts_score is not None and top.vec_score is not None
+    assert top.score == pytest.approx(2 / 61, rel=1e-6)
+
+
+def test_the_vector_tier_applies_owner_expiry_and_session_filters(alice, bob):
+    make_memory(alice, content="golden retriever puppy", session_id="s1")
+    make_memory(alice, content="golden retriever puppy, expired", expires_at=expired())
+    make_memory(alice, content="golden retriever puppy in another chat", session_id="s2")
+    make_memory(bob, content="golden retriever puppy of bob", session_id="s1")
+    reindex_all()
+    result = retrieve(owner_ids=frozenset({alice.pk}), query="dog", strategy="semantic", session_id="s1")
+    assert contents(result) == ["golden retriever puppy"]
+
+
+def test_memories_without_vectors_are_embedded_lazily_on_read(alice, settings):
+    settings.MEMORY_LAZY_EMBED_PER_REQUEST = 2
+    for i in range(3):
+        make_memory(alice, content=f"note {i} about golden retriever puppies")
+    assert pending_count() == 3
+    retrieve(owner_ids=frozenset({alice.pk}), query="dogs", strategy="semantic")
+    assert pending_count() == 1  # bounded per request
+    retrieve(owner_ids=frozenset({alice.pk}), query="dogs", strategy="semantic")
+    assert pending_count() == 0
+
+
+def test_writes_are_embedded_after_commit(alice, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        memory = make_memory(alice, content="I like hiking")
+    memory.refresh_from_db()
+    assert memory.needs_reindex is False
+    assert SqliteVecStore().seqs() == {memory.seq}
+
+
+def test_reindex_drains_the_queue_and_reports_progress(alice):
+    for i in range(5):
+        make_memory(alice, content=f"fact {i}")
+    seen = []
+
+    def receiver(sender, done, total, finished, **kwargs):
+        seen.append((done, total, finished))
+
+    reindex_progress.connect(receiver)
+    try:
+        result = reindex_all(batch=2)
+    finally:
+        reindex_progress.disconnect(receiver)
+    assert result["processed"] == 5 and result["pending"] == 0
+    assert seen[0] == (0, 5, False) and seen[-1] == (5, 5, True)
+    assert Memory.objects.filter(needs_reindex=True).count() == 0
+
+
+def test_a_model_change_falls_back_to_fts_until_reindexed(alice, settings):
+    settings.MEMORY_LAZY_EMBED_PER_REQUEST = 0
+    make_memory(alice, content="PostgreSQL in production")
+    reindex_all()
+    SqliteVecStore().ensure(signature="other:model:256", dim=256)  # the index now belongs to another model
+    result = retrieve(owner_ids=frozenset({alice.pk}), query="postgresql", strategy="hybrid")
+    assert result.hits[0].tier == "fts5"
+    assert "reindex pending" in result.resolution["fallbackReason"]
+    reindex_all()
+    assert (
+        retrieve(owner_ids=frozenset({alice.pk}), query="postgresql", strategy="hybrid").hits[0].tier
+        == "hybrid-rrf"
+    )
+
+
+@respx.mock
+def test_a_failing_remote_embedding_degrades_to_fts_with_the_reason(alice):
+    respx.post("http://127.0.0.1:9/v1/embeddings").mock(
+        return_value=httpx.Response(500, json={"error": "boom"})
+    )
+    update_memory_settings(
+        {
+            "embeddingSource": "remote",
+            "customBaseUrl": "http://127.0.0.1:9/v1",
+            "customModelId": "m",
+            "allowPrivateUrls": True,
+        }
+    )
+    make_memory(alice, content="PostgreSQL in production")
+    result = retrieve(owner_ids=frozenset({alice.pk}), query="postgresql", strategy="semantic")
+    assert [h.tier for h in result.hits] == ["fts5"]
+    assert result.resolution["embeddingSource"] == "remote"
+    assert "embedding failed" in result.resolution["fallbackReason"]
+    assert Memory.objects.get().needs_reindex is True
+
+
+@respx.mock
+def test_a_remote_source_probes_its_dimension_and_builds_the_index(alice):
+    def embed(request):
+        import json
+
+        texts = json.loads(request.content)["input"]
+        return httpx.Response(
+            200,
+            json={
+                "data": [{"index": i, "embedding": [1.0, float(len(t)), 0.5]} for i, t in enumerate(texts)]
+            },
+        )
+
+    respx.post("http://127.0.0.1:9/v1/embeddings").mock(side_effect=embed)
+    update_memory_settings(
+        {
+            "embeddingSource": "remote",
+            "customBaseUrl": "http://127.0.0.1:9/v1",
+            "customModelId": "tiny",
+            "allowPrivateUrls": True,
+        }
+    )
+    make_memory(alice, content="abc")
+    assert reindex_all()["processed"] == 1
+    from memory.models import VectorMeta
+
+    meta = VectorMeta.load()
+    assert (meta.active_dim, meta.embedding_signature) == (3, "remote:tiny:3")
