@@ -31,8 +31,19 @@ def _send(groups: list[str], message: dict) -> None:
         logger.warning("live update not relayed (%s)", message.get("type"), exc_info=True)
 
 
+def _is_health_probe(owner_id) -> bool:
+    """The health check's private owner writes and deletes a probe every 30 s per open Studio."""
+    try:
+        from memory.services.health import PROBE_OWNER_ID
+    except ImportError:
+        return False
+    return str(owner_id) == str(PROBE_OWNER_ID)
+
+
 @receiver(memory_changed, dispatch_uid="dashboard.relay_memory_changed")
 def relay_memory_changed(sender, *, action, owner_id, memory_id=None, **kwargs) -> None:
+    if _is_health_probe(owner_id):
+        return
     message = {
         "type": "memory.changed",
         "action": action,

@@ -51,6 +51,11 @@ def test_every_tab_renders(page, admin, owner, screenshot):
     screenshot(page, "engine")
     page.goto("/dashboard/settings")
     screenshot(page, "settings")
+    other = ApiKey.issue(name="billing-service")[0]
+    make_memory(other, "Invoices are sent on the first business day", key="procedure:invoices", type="procedural")
+    page.goto("/dashboard/memory?owner=all")
+    page.locator("#memory-list td", has_text="billing-service").first.wait_for()
+    screenshot(page, "memories-all-owners")
     assert page.js_errors == []
 
 
@@ -135,6 +140,11 @@ def test_import_a_file(page, admin, owner, tmp_path, screenshot):
 
 
 def test_simulate_a_retrieval(page, admin, owner, screenshot):
+    from gateway.models import UpstreamProvider
+    from memory.conf import update_memory_settings
+
+    UpstreamProvider.objects.create(name="openai", base_url="http://127.0.0.1:9/v1", is_default=True)
+    update_memory_settings({"enabled": True})
     make_memory(owner, "The user prefers vim for editing code", key="preference:editor")
     make_memory(owner, "The team deploys on Fridays", key="habit:deploy")
     open_studio(page, "/dashboard/memory?tab=sandbox")
@@ -146,7 +156,9 @@ def test_simulate_a_retrieval(page, admin, owner, screenshot):
     assert "score" in first.inner_text() and "tok" in first.inner_text()
     assert "tokens used" in page.locator("#sandbox-results").inner_text()
     page.click("#inject-form button[type=submit]")
-    page.locator("#injection-result").wait_for()
+    output = page.locator("[data-injection-output]")
+    output.wait_for()
+    assert "Memory context: " in output.inner_text()
     screenshot(page, "sandbox-results")
 
 

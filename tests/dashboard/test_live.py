@@ -126,3 +126,13 @@ def test_who_may_listen(who, owner, allowed, admin_user, staff_user, alice):
         return connected
 
     assert async_to_sync(scenario)() is allowed
+
+
+def test_the_health_probe_is_not_relayed(db, django_capture_on_commit_callbacks):
+    from memory.services.health import run_health_check
+
+    layer, everyone = listen(ALL_OWNERS_GROUP)
+    with django_capture_on_commit_callbacks(execute=True):
+        run_health_check()
+    with pytest.raises(TimeoutError):
+        received(layer, everyone, timeout=0.2)
