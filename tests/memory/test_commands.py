@@ -44,3 +44,27 @@ def test_bootstrap_creates_an_admin_once(settings, tmp_path):
     assert any("password=" in line for line in first)
     assert (tmp_path / "first-run-credentials.txt").exists()
     assert run("bootstrap") == ["Admin user exists; nothing to bootstrap."]
+
+
+def test_reindex_memories_embeds_pending_memories_with_progress(alice):
+    from memory.embeddings import runtime
+    from tests.factories import make_memory
+
+    if not runtime.static_built():
+        pytest.skip("run `manage.py build_embedding_models` (make test does)")
+    from memory.conf import update_memory_settings
+
+    update_memory_settings({"embeddingSource": "static"})
+    make_memory(alice, content="one")
+    make_memory(alice, content="two")
+    lines = run("reindex_memories", "--batch", "1")
+    assert lines[0].startswith("[") and lines[-1].startswith("2 indexed, 0 errors, 0 still pending")
+
+
+def test_reindex_memories_refuses_without_a_vector_tier(db, settings):
+    settings.VECTOR_STORE_DISABLE_VEC = True
+    from memory.conf import update_memory_settings
+
+    update_memory_settings({"embeddingSource": "remote"})
+    with pytest.raises(CommandError, match="no vector tier"):
+        run("reindex_memories")
