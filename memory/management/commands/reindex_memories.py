@@ -12,7 +12,9 @@ class Command(BaseCommand):
     help = "Drain the reindex queue now (in this process), showing progress."
 
     def add_arguments(self, parser):
-        parser.add_argument("--force", action="store_true", help="re-embed every memory, not only pending ones")
+        parser.add_argument(
+            "--force", action="store_true", help="re-embed every memory, not only pending ones"
+        )
         parser.add_argument("--batch", type=int, default=256, help="memories per batch (default 256)")
 
     def handle(self, *args, force, batch, **options):
