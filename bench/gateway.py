@@ -7,6 +7,8 @@
 * First streamed byte: time until the first body byte of a streaming request, direct vs gateway, with
   an upstream that takes ≥ 200 ms to finish (so buffering or extraction on the path would show).
 * Extraction: ``extract_facts`` on a 64 KiB text, and the whole ``extraction_run`` (facts stored).
+* Gateway CPU per request (from ``/proc``), with a calibration loop and the load average: latencies on a
+  shared machine move with its load, CPU time much less so.
 
 The gateway runs as its own process (``uvicorn omniroute.asgi:application``, one worker) on the bench's
 database, with Huey enqueueing to its SQLite queue (no consumer: the enqueue cost is on the path, the
@@ -72,11 +74,17 @@ def _seed(upstream_url: str) -> tuple[str, dict]:
     )
     result = retrieve_for_chat(api_key=key, query=QUERY, settings=settings)
     tiers = sorted({hit.tier for hit in result.hits})
+    timings = []
+    for _ in range(50):
+        started = time.perf_counter()
+        retrieve_for_chat(api_key=key, query=QUERY, settings=settings)
+        timings.append((time.perf_counter() - started) * 1000)
     return secret, {
         "injected": len(result.memories),
         "injected_tokens": result.total_tokens,
         "tiers": tiers,
         "resolution": result.resolution,
+        "retrieve_for_chat_ms": summary(timings),
     }
 
 
@@ -128,6 +136,46 @@ def _overhead(client: httpx.Client, direct_url: str, gateway_url: str, secret: s
             for p, q in (("p50", 50), ("p95", 95))
         }
     return result
+
+
+def _process_cpu_ms(pid: int) -> float | None:
+    """User + system CPU time of a process (Linux ``/proc``; ``None`` elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") * 1000
+
+
+def _gateway_cpu(client: httpx.Client, gateway_url: str, secret: str, pid: int) -> dict:
+    """CPU milliseconds the gateway process spends per request: unlike latency, barely affected by other
+    load on the machine."""
+    body = {"model": "bench-model", "messages": [{"role": "user", "content": QUERY}]}
+    auth = {"Authorization": f"Bearer {secret}"}
+    result = {}
+    not_found = gateway_url.replace("/chat/completions", "/no-such-route")
+    for name, url, headers in (
+        ("django_404", not_found, auth),  # the same ASGI stack doing nothing: Django's floor
+        ("memory_off", gateway_url, {**auth, "x-omniroute-no-memory": "true"}),
+        ("memory_on", gateway_url, auth),
+    ):
+        before = _process_cpu_ms(pid)
+        for _ in range(REQUESTS):
+            client.post(url, json=body, headers=headers)
+        after = _process_cpu_ms(pid)
+        result[name] = None if before is None or after is None else round((after - before) / REQUESTS, 3)
+    return result
+
+
+def _calibration_ms() -> float:
+    """How fast this machine runs plain Python right now: best of 5 ``sum(range(10**6))`` (≈ 10 ms on an
+    idle recent desktop CPU), to scale the latencies above."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        sum(range(10**6))
+        best = min(best, (time.perf_counter() - started) * 1000)
+    return round(best, 2)
 
 
 def _ttfb(client: httpx.Client, direct_url: str, gateway_url: str, secret: str) -> dict:
@@ -211,6 +259,7 @@ def run() -> dict:
             direct_url = f"{upstream.url}/v1/chat/completions"
             gateway_url = f"http://127.0.0.1:{port}/v1/chat/completions"
             overhead = _overhead(client, direct_url, gateway_url, secret)
+            cpu = _gateway_cpu(client, gateway_url, secret, gateway.pid)
             stub_requests.clear()
             stub.chunk_delay = 0.02
             ttfb = _ttfb(client, direct_url, gateway_url, secret)
@@ -219,11 +268,13 @@ def run() -> dict:
         gateway.wait(timeout=10)
         upstream.stop()
     extraction = _extraction()
+    calibration = _calibration_ms()
 
     on, off = overhead["overhead_memory_on"], overhead["overhead_memory_off"]
     print(
         f"retrieval for the bench query: {retrieval['injected']} memories / {retrieval['injected_tokens']} tokens "
-        f"injected, tiers {retrieval['tiers']}, resolution {retrieval['resolution']}"
+        f"injected, tiers {retrieval['tiers']}, resolution {retrieval['resolution']}; retrieve_for_chat in "
+        f"process p50 {retrieval['retrieve_for_chat_ms']['p50']} ms p95 {retrieval['retrieve_for_chat_ms']['p95']} ms"
     )
     print(
         f"non-stream, {REQUESTS} sequential requests each: direct p50 {overhead['direct']['p50']} ms "
@@ -237,6 +288,12 @@ def run() -> dict:
         f"memory OFF: p50 {off['p50']} ms, p95 {off['p95']} ms"
     )
     print(
+        f"gateway process CPU per request: memory OFF {cpu['memory_off']} ms, memory ON {cpu['memory_on']} ms, "
+        f"a Django 404 on the same stack {cpu['django_404']} ms "
+        f"(machine calibration: sum(range(10**6)) = {calibration} ms; ≈ 10 ms on an idle recent CPU; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
+    )
+    print(
         f"stream first byte: direct p50 {ttfb['direct']['first_byte']['p50']} ms, gateway p50 "
         f"{ttfb['gateway']['first_byte']['p50']} ms p95 {ttfb['gateway']['first_byte']['p95']} ms "
         f"(whole stream: direct p50 {ttfb['direct']['complete']['p50']} ms, gateway "
@@ -245,14 +302,17 @@ def run() -> dict:
     print(
         f"extraction of {extraction['text_chars']:,} chars: extract_facts p50 "
         f"{extraction['extract_facts_ms']['p50']} ms p95 {extraction['extract_facts_ms']['p95']} ms "
-        f"({extraction['facts']} facts); extraction_run (stored {extraction['stored']}) "
-        f"{extraction['extraction_run_ms']} ms"
+        f"({extraction['facts']} facts); extraction_run, storing {extraction['stored']} memories: "
+        f"{extraction['extraction_run_ms']} ms (background task, not on the request path)"
     )
     return {
         "retrieval": retrieval,
         "overhead": overhead,
         "stream": ttfb,
         "extraction": extraction,
+        "gateway_cpu_ms_per_request": cpu,
+        "calibration_sum_range_ms": calibration,
+        "load_average": os.getloadavg()[0],
         "target_overhead_p50_ms": TARGET_OVERHEAD_P50_MS,
     }
 

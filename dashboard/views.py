@@ -290,7 +290,6 @@ def memory_add(request):
                     "add_form": MemoryForm(auto_id="add_%s"),
                     "saved": saved,
                     "created": created,
-                    "types": MemoryType.choices,
                 },
             )
             return _changed(response, close="add-dialog")
@@ -541,7 +540,6 @@ def _sandbox_context(request, scope: OwnerScope) -> dict:
         "scope": scope,
         "sandbox_form": form,
         "strategy_labels": STRATEGY_LABELS,
-        "tier_badges": TIER_BADGES,
     }
     if bound and not scope.is_empty and form.is_valid():
         data = form.cleaned_data

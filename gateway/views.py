@@ -144,10 +144,12 @@ async def chat_completions(request):
     return response
 
 
+@csrf_exempt
 async def models(request):
     """``GET /v1/models``: each enabled provider's configured model ids, or, when it has none configured,
-    what its upstream's ``/models`` reports (prefixed back when the provider strips its prefix). An id
-    listed by several providers is listed once, for the provider that routing would pick first."""
+    what its upstream's ``/models`` reports (prefixed back when the provider strips its prefix; an upstream
+    that cannot answer lists nothing). An id listed by several providers appears once, under the first
+    provider in default-then-name order."""
     if request.method != "GET":
         return _method_not_allowed("GET")
     try:

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "template_partials",
     "channels",
     "huey.contrib.djhuey",
     "memory",

@@ -52,7 +52,9 @@ def test_every_tab_renders(page, admin, owner, screenshot):
     page.goto("/dashboard/settings")
     screenshot(page, "settings")
     other = ApiKey.issue(name="billing-service")[0]
-    make_memory(other, "Invoices are sent on the first business day", key="procedure:invoices", type="procedural")
+    make_memory(
+        other, "Invoices are sent on the first business day", key="procedure:invoices", type="procedural"
+    )
     page.goto("/dashboard/memory?owner=all")
     page.locator("#memory-list td", has_text="billing-service").first.wait_for()
     screenshot(page, "memories-all-owners")
@@ -216,3 +218,19 @@ def test_reindex_progress_reaches_100_percent(page, admin, owner, monkeypatch, s
     assert "100 %" in page.locator("#reindex-progress").inner_text()
     assert any('"reindex.progress"' in str(frame) and '"finished": true' in str(frame) for frame in progress)
     screenshot(page, "engine-reindexed")
+
+
+def test_export_downloads_the_current_filter_as_json(page, admin, owner):
+    import json
+
+    make_memory(owner, "prefers vim", key="preference:editor")
+    make_memory(owner, "ran the migration", key="event:migration", type="episodic")
+    open_studio(page)
+    page.select_option("#type-filter", "episodic")
+    page.wait_for_function("document.querySelectorAll('#memory-list tbody tr').length === 1")
+    with page.expect_download() as info:
+        page.click("#export-link")
+    download = info.value
+    assert download.suggested_filename.startswith("memory-export-")
+    data = json.loads(open(download.path()).read())
+    assert [m["key"] for m in data] == ["event:migration"]

@@ -45,6 +45,16 @@ def test_models_needs_a_key(gateway):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_models_is_get_only(gateway):
+    import httpx
+
+    _, secret = ApiKey.issue(name="alice")
+    response = httpx.post(f"{gateway}/v1/models", headers={"Authorization": f"Bearer {secret}"})
+    assert response.status_code == 405
+    assert response.json()["error"]["code"] == "method_not_allowed"
+
+
+@pytest.mark.django_db(transaction=True)
 def test_models_survives_a_dead_upstream(gateway):
     _, secret = ApiKey.issue(name="alice")
     UpstreamProvider.objects.create(name="dead", base_url="http://127.0.0.1:9/v1", is_default=True)
