@@ -53,6 +53,16 @@ def envint(name: str, default: int, *, minimum: int | None = None, maximum: int 
     return value
 
 
+def envfloat(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from exc
+
+
 def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":

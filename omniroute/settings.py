@@ -10,7 +10,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from omniroute.env import envbool, envchoice, envint, envlist, envstr
+from omniroute.env import envbool, envchoice, envfloat, envint, envlist, envstr
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -146,6 +146,7 @@ MEMORY_VEC_QUANTIZATION = envchoice("MEMORY_VEC_QUANTIZATION", "none", ("none", 
 MEMORY_VEC_TOP_K = envint("MEMORY_VEC_TOP_K", 20, minimum=1, maximum=1000)
 MEMORY_VEC_CHUNK_SIZE = envint("MEMORY_VEC_CHUNK_SIZE", 64, minimum=8)
 MEMORY_VEC_CACHE_MB = envint("MEMORY_VEC_CACHE_MB", 1024, minimum=0)
+MEMORY_VEC_MIN_SCORE = envfloat("MEMORY_VEC_MIN_SCORE", 0.25)
 MEMORY_RRF_K = envint("MEMORY_RRF_K", 60, minimum=1)
 MEMORY_EMBEDDING_CACHE_MAX = envint("MEMORY_EMBEDDING_CACHE_MAX", 1000, minimum=0)
 MEMORY_EMBEDDING_CACHE_TTL_MS = envint("MEMORY_EMBEDDING_CACHE_TTL_MS", 300_000, minimum=0)

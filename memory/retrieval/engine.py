@@ -179,6 +179,11 @@ def retrieve(
 
     if strategy in ("semantic", "hybrid") and use_vectors:
         hits = _vector_tier(strategy, settings, filters, query, limit, resolution)
+        if hits and filter_irrelevant:
+            # A memory found only by a weak vector match is noise in a prompt
+            # (it costs tokens and can mislead); the preview still shows them.
+            floor = django_settings.MEMORY_VEC_MIN_SCORE
+            hits = [h for h in hits if h.fts_score is not None or (h.vec_score or 0) >= floor]
     if hits is None and strategy != "exact":
         hits = _fts_tier(filters, query, limit, resolution)
     if hits is None:

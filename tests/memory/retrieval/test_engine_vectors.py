@@ -169,3 +169,13 @@ def test_a_remote_source_probes_its_dimension_and_builds_the_index(alice):
 
     meta = VectorMeta.load()
     assert (meta.active_dim, meta.embedding_signature) == (3, "remote:tiny:3")
+
+
+def test_chat_retrieval_drops_weak_vector_only_matches_but_the_preview_shows_them(alice, settings):
+    make_memory(alice, content="Quarterly revenue spreadsheet for the finance team")
+    reindex_all()
+    settings.MEMORY_VEC_MIN_SCORE = 0.99
+    owners = frozenset({alice.pk})
+    assert retrieve(owner_ids=owners, query="my pet dog", strategy="semantic").hits == []
+    preview = retrieve(owner_ids=owners, query="my pet dog", strategy="semantic", filter_irrelevant=False)
+    assert len(preview.hits) == 1
