@@ -24,10 +24,7 @@ models: install
 run: models
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py bootstrap
-	@echo "Starting the Huey consumer and the ASGI server on http://$(HOST):$(PORT)/"
-	@trap 'kill 0' INT TERM EXIT; \
-	  $(BIN)/python manage.py run_huey --workers 2 & \
-	  $(BIN)/python manage.py runserver $(HOST):$(PORT) --noreload
+	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
 test: models
 	$(BIN)/python -m pytest
