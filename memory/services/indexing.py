@@ -23,7 +23,8 @@ from memory.vectorstores.registry import active_store, sqlite_vec_choice
 
 logger = logging.getLogger("memory.indexing")
 
-BATCH_SIZE = 64
+# Memories per embed + write transaction (sources batch internally as they like).
+BATCH_SIZE = 256
 LOG_COMPACT_AFTER = 20_000
 
 
@@ -92,19 +93,36 @@ def query_vector(ctx: VectorContext, text: str):
 def index_memories(memories: Sequence[Memory], ctx: VectorContext) -> int:
     """Embed and store the vectors of ``memories``; returns how many were indexed.
 
+    sqlite-vec is written in one transaction with the ``needs_reindex`` flags;
+    Qdrant (when enabled) is written after it, outside the SQLite write lock.
     Raises ``EmbeddingError`` when the source fails (nothing is marked done).
     """
+    from memory.vectorstores.qdrant import mirror_upsert
+
     if not memories:
         return 0
     vectors = embed_texts(ctx, [m.content for m in memories])
-    with transaction.atomic():
-        ctx.store.upsert(
-            [VectorItem(m.seq, str(m.owner_id), v) for m, v in zip(memories, vectors, strict=True)]
-        )
-        done = 0
-        for memory in memories:
-            done += Memory.objects.filter(seq=memory.seq, content=memory.content).update(needs_reindex=False)
+    items = [VectorItem(m.seq, str(m.owner_id), v) for m, v in zip(memories, vectors, strict=True)]
+    done = 0
+    if ctx.write_store is not None:
+        with transaction.atomic():
+            ctx.write_store.upsert(items)
+            done = _mark_indexed(memories)
+    # A network call: never inside the SQLite write transaction.
+    mirrored = mirror_upsert(items, signature=ctx.source.signature)
+    if ctx.write_store is None and mirrored == len(items):
+        done = _mark_indexed(memories)
     return done
+
+
+def _mark_indexed(memories: Sequence[Memory]) -> int:
+    """Clear ``needs_reindex`` of the rows whose content is still what was embedded."""
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            "UPDATE memories SET needs_reindex = 0 WHERE seq = %s AND content = %s",
+            [(m.seq, m.content) for m in memories],
+        )
+        return cursor.rowcount
 
 
 def index_by_seqs(seqs: Sequence[int]) -> int:
