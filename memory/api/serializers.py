@@ -101,10 +101,34 @@ class MemoryUpdateSerializer(StrictSerializer, MemoryFieldsMixin):
         return attrs
 
 
+class RawListField(serializers.Field):
+    """A non-empty JSON array of at most ``max_length`` items, items left as parsed.
+
+    Each item is validated afterwards by its own serializer; a ``ListField`` of
+    ``JSONField`` would re-serialise every item only to check it is JSON.
+    """
+
+    def __init__(self, *, max_length: int, **kwargs):
+        self.max_length = max_length
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, list):
+            raise serializers.ValidationError("Must be a JSON array.")
+        if not data:
+            raise serializers.ValidationError("This list may not be empty.")
+        if len(data) > self.max_length:
+            raise serializers.ValidationError(
+                f"Ensure this field has no more than {self.max_length} elements."
+            )
+        return data
+
+    def to_representation(self, value):
+        return value
+
+
 class BulkSerializer(StrictSerializer):
-    memories = serializers.ListField(
-        child=serializers.JSONField(), allow_empty=False, max_length=settings.MEMORY_BULK_MAX_ITEMS
-    )
+    memories = RawListField(max_length=settings.MEMORY_BULK_MAX_ITEMS)
 
 
 class MemoryListQuerySerializer(serializers.Serializer):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.db import connection, transaction
 
@@ -64,14 +65,27 @@ def vector_context(settings: MemorySettings | None = None) -> VectorContext:
 
 
 def embed_texts(ctx: VectorContext, texts: list[str]):
-    """Embed ``texts`` for storage and make sure sqlite-vec matches the source's signature."""
-    vectors = ctx.source.embed(texts)
+    """Embed ``texts`` for storage and make sure sqlite-vec matches the source's signature.
+
+    Stored texts bypass the embedding cache: it exists for repeated queries,
+    and a bulk reindex would only churn it.
+    """
+    source = getattr(ctx.source, "inner", ctx.source)
+    vectors = source.embed(texts)
     if ctx.write_store is not None:
         rebuilt = ctx.write_store.ensure(signature=ctx.source.signature, dim=int(vectors.shape[1]))
         if rebuilt:
             # Every memory lost its vector: re-embed them all in the background.
             schedule_reindex()
     return vectors
+
+
+class Pending(NamedTuple):
+    """What indexing needs of a memory (cheaper than a model instance in bulk)."""
+
+    seq: int
+    owner_id: object
+    content: str
 
 
 class IndexMismatch(Exception):
@@ -178,11 +192,12 @@ def pending_count() -> int:
 
 def reindex_batch(ctx: VectorContext, *, limit: int = 100) -> dict:
     """One batch of the queue, oldest first: ``{processed, errors}``."""
-    queue = list(
-        Memory.objects.filter(needs_reindex=True)
+    queue = [
+        Pending(*row)
+        for row in Memory.objects.filter(needs_reindex=True)
         .order_by("created_at", "seq")
-        .only("seq", "owner_id", "content")[:limit]
-    )
+        .values_list("seq", "owner_id", "content")[:limit]
+    ]
     processed = errors = 0
     for start in range(0, len(queue), BATCH_SIZE):
         chunk = queue[start : start + BATCH_SIZE]
@@ -194,7 +209,7 @@ def reindex_batch(ctx: VectorContext, *, limit: int = 100) -> dict:
     return {"processed": processed, "errors": errors}
 
 
-def reindex_all(*, progress: Callable[[int, int], None] | None = None, batch: int = 256) -> dict:
+def reindex_all(*, progress: Callable[[int, int], None] | None = None, batch: int = 1024) -> dict:
     """Drain the queue in batches, reporting ``(done, total)`` after each.
 
     Stops early when a batch makes no progress (the source is failing), so a

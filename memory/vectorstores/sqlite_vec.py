@@ -304,15 +304,34 @@ class SqliteVecStore(VectorStore):
         value = "vec_int8(%s)" if int8 else "%s"
         rows = [(int(i.seq), _hex(i.owner_id), self._encode(i.vector, int8)) for i in items]
         with connection.cursor() as cursor:
-            seqs = [row[0] for row in rows]
-            for start in range(0, len(seqs), 500):
-                part = seqs[start : start + 500]
+            existing = self._existing(cursor, [row[0] for row in rows])
+            for start in range(0, len(existing), 500):
+                part = existing[start : start + 500]
                 marks = ",".join(["%s"] * len(part))
                 cursor.execute(f"DELETE FROM {TABLE} WHERE rowid IN ({marks})", part)
             cursor.executemany(
                 f"INSERT INTO {TABLE}(rowid, owner_id, embedding) VALUES (%s, %s, {value})", rows
             )
             cursor.executemany(f"INSERT INTO {LOG} (seq, owner_id, embedding) VALUES (%s, %s, %s)", rows)
+
+    def _existing(self, cursor, seqs: list[int]) -> list[int]:
+        """The ``seqs`` that already have a vector (the delete half of an upsert).
+
+        Looked up in vec0's ``<table>_rowids`` shadow table, an ordinary rowid
+        table: deleting through vec0 costs as much for a missing row as for a
+        present one, and bulk ingestion is nearly all new rows.
+        """
+        found: list[int] = []
+        try:
+            for start in range(0, len(seqs), 500):
+                part = seqs[start : start + 500]
+                marks = ",".join(["%s"] * len(part))
+                cursor.execute(f"SELECT rowid FROM {TABLE}_rowids WHERE rowid IN ({marks})", part)
+                found.extend(int(row[0]) for row in cursor.fetchall())
+        except Exception as exc:  # a future sqlite-vec may rename its shadow tables
+            logger.warning("sqlite-vec shadow table lookup failed (%s); deleting every rowid", exc)
+            return list(seqs)
+        return found
 
     @transaction.atomic
     def delete(self, seqs: Iterable[int]) -> None:
