@@ -11,11 +11,14 @@ store and strategy were really used, and why a fallback happened.
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
+from django.db import connection
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -90,11 +93,18 @@ class Filters:
         return qs
 
 
-def _load(filters: Filters, seqs: list[int]) -> dict[int, Memory]:
-    """The memories among ``seqs`` that pass the filters, by seq."""
+def _live(filters: Filters, seqs: list[int]) -> set[int]:
+    """The ``seqs`` whose memories pass the filters."""
+    if not seqs:
+        return set()
+    return set(filters.queryset().filter(seq__in=seqs).order_by().values_list("seq", flat=True))
+
+
+def _fetch(seqs: list[int]) -> dict[int, Memory]:
+    """Memories by seq (already filtered)."""
     if not seqs:
         return {}
-    return {m.seq: m for m in filters.queryset().filter(seq__in=seqs)}
+    return {m.seq: m for m in Memory.objects.filter(seq__in=seqs).order_by()}
 
 
 class _Resolution(dict):
@@ -225,6 +235,7 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
         resolution.fallback(ctx.reason or "no vector tier")
         return None
     k = max(limit, django_settings.MEMORY_VEC_TOP_K)
+    fts = _FtsRequest(filters, query, k) if strategy == "hybrid" else None
     if ctx.store_name == "qdrant":
         try:
             vec = _qdrant_hits(ctx, filters, query, k)
@@ -235,7 +246,7 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
             vec = []
             resolution.fallback(f"qdrant search failed: {type(exc).__name__}")
         if vec:
-            return _rank(strategy, settings, filters, query, k, vec, "qdrant", ctx.resolution.source)
+            return _rank(strategy, settings, filters, fts, k, vec, "qdrant", ctx.resolution.source, limit)
         if ctx.write_store is None:
             return None
         ctx.store, ctx.store_name = ctx.write_store, "sqlite-vec"
@@ -252,32 +263,32 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
         logger.exception("vector search failed (%s)", ctx.store_name)
         resolution.fallback(f"vector search failed: {type(exc).__name__}")
         return None
-    return _rank(strategy, settings, filters, query, k, vec, "vector", ctx.resolution.source)
+    return _rank(strategy, settings, filters, fts, k, vec, "vector", ctx.resolution.source, limit)
 
 
-def _rank(strategy, settings, filters, query, k, vec, tier, source) -> list[Hit]:
-    """Semantic: the vector hits that pass the filters; hybrid: RRF with FTS5."""
+def _rank(strategy, settings, filters, fts_request, k, vec, tier, source, limit) -> list[Hit]:
+    """Semantic: the vector hits that pass the filters; hybrid: RRF with FTS5.
+
+    Liveness (owner, expiry, session, retention) is checked on ids first and
+    only the ``limit`` best rows are loaded as models: building instances was
+    most of the cost of a query.
+    """
+    live = _live(filters, [seq for seq, _ in vec])
+    vec = [(seq, score) for seq, score in vec if seq in live][:k]
     if strategy == "semantic":
-        memories = _load(filters, [seq for seq, _ in vec])
-        return [Hit(memories[seq], score, tier, vec_score=score) for seq, score in vec if seq in memories][:k]
+        top = vec[:limit]
+        memories = _fetch([seq for seq, _ in top])
+        return [Hit(memories[seq], score, tier, vec_score=score) for seq, score in top if seq in memories]
 
-    fts = fts_search(
-        query=query,
-        owner_ids=filters.owner_hex,
-        limit=k,
-        now=filters.now,
-        session_id=filters.session_id,
-        created_after=filters.created_after,
-    )
-    memories = _load(filters, [seq for seq, _ in vec] + [h.seq for h in fts])
-    vec = [(seq, score) for seq, score in vec if seq in memories][:k]
+    fts = fts_request.result()
     fused = rrf(
         {"vector": [seq for seq, _ in vec], "fts": [h.seq for h in fts]},
         k=django_settings.MEMORY_RRF_K,
         weights=settings.rrfWeights or DEFAULT_RRF_WEIGHTS.get(source),
-    )
+    )[:limit]
     vec_scores = dict(vec)
     fts_scores = {h.seq: h.rank for h in fts}
+    memories = _fetch([f.item for f in fused])
     return [
         Hit(
             memories[f.item],
@@ -291,6 +302,63 @@ def _rank(strategy, settings, filters, query, k, vec, tier, source) -> list[Hit]
     ]
 
 
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _fts_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fts")
+        return _pool
+
+
+class _FtsRequest:
+    """The FTS5 half of a hybrid query, run beside the vector half when possible.
+
+    bm25 over the matches is most of a hybrid query's time at 10k+ memories
+    per owner, and SQLite releases the GIL while it works, so the FTS query
+    runs on a pool thread (with that thread's own connection) while this one
+    embeds and scans vectors. Inside a transaction a second connection would
+    not see this one's uncommitted rows, so the query then runs inline.
+    """
+
+    def __init__(self, filters: Filters, query: str, k: int):
+        self.kwargs = dict(
+            query=query,
+            owner_ids=filters.owner_hex,
+            limit=k,
+            now=filters.now,
+            session_id=filters.session_id,
+            created_after=filters.created_after,
+        )
+        self.future = None
+        if django_settings.MEMORY_PARALLEL_FTS and not connection.in_atomic_block:
+            self.future = _fts_pool().submit(_fts_on_pool_thread, self.kwargs)
+
+    def result(self):
+        if self.future is None:
+            return fts_search(**self.kwargs)
+        try:
+            return self.future.result()
+        except Exception:
+            logger.exception("parallel FTS query failed; running it inline")
+            return fts_search(**self.kwargs)
+
+
+def _fts_on_pool_thread(kwargs: dict):
+    from django.db import OperationalError
+    from django.db import connection as thread_connection
+
+    try:
+        return fts_search(**kwargs)
+    except OperationalError:
+        # A connection broken since its last use: reopen once.
+        thread_connection.close()
+        return fts_search(**kwargs)
+
+
 def _fts_tier(filters, query, limit, resolution) -> list[Hit] | None:
     if not query_terms(query):
         resolution.fallback("no searchable words in the query: chronological order")
@@ -298,7 +366,7 @@ def _fts_tier(filters, query, limit, resolution) -> list[Hit] | None:
     fts = fts_search(
         query=query,
         owner_ids=filters.owner_hex,
-        limit=max(limit, CANDIDATES),
+        limit=limit,
         now=filters.now,
         session_id=filters.session_id,
         created_after=filters.created_after,
@@ -306,7 +374,7 @@ def _fts_tier(filters, query, limit, resolution) -> list[Hit] | None:
     if not fts:
         resolution.fallback("FTS5 found no match")
         return []
-    memories = _load(filters, [h.seq for h in fts])
+    memories = _fetch([h.seq for h in fts])  # fts_search applied every filter
     return [Hit(memories[h.seq], -h.rank, "fts5", fts_score=h.rank) for h in fts if h.seq in memories]
 
 

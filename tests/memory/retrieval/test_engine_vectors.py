@@ -179,3 +179,19 @@ def test_chat_retrieval_drops_weak_vector_only_matches_but_the_preview_shows_the
     assert retrieve(owner_ids=owners, query="my pet dog", strategy="semantic").hits == []
     preview = retrieve(owner_ids=owners, query="my pet dog", strategy="semantic", filter_irrelevant=False)
     assert len(preview.hits) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_hybrid_runs_fts_on_a_pool_thread_outside_transactions(static_source):
+    from memory.models import ApiKey
+    from memory.retrieval import engine
+
+    owner, _ = ApiKey.issue(name="carol")
+    make_memory(owner, content="We deploy the backend with Kubernetes")
+    make_memory(owner, content="My cat sleeps all day")
+    reindex_all()
+    result = retrieve(owner_ids=frozenset({owner.pk}), query="kubernetes deployment", strategy="hybrid")
+    assert engine._pool is not None  # the FTS half went through the pool
+    top = result.hits[0]
+    assert top.memory.content == "We deploy the backend with Kubernetes"
+    assert top.fts_score is not None and top.vec_score is not None
