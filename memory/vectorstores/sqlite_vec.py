@@ -351,11 +351,11 @@ class SqliteVecStore(VectorStore):
 
     def search(self, *, owner_ids: Sequence[str], vector: np.ndarray, k: int) -> list[VectorHit]:
         state = _State.read()
+        if state.signature is None:  # never built
+            return []
         query = np.asarray(vector, dtype=np.float32)
         hits: list[VectorHit] = []
         with connection.cursor() as cursor:
-            if not table_exists(cursor):
-                return []
             for owner in owner_ids:
                 owner = _hex(owner)
                 entry = MATRIX_CACHE.get(owner, state, cursor)
