@@ -232,9 +232,7 @@ def retrieve(
         hit.tokens = estimate_tokens(hit.memory.content)
     kept, total = walk_budget(hits, max_tokens, limit=limit, content=lambda h: h.memory.content)
     if touch and kept:
-        Memory.objects.filter(seq__in=[h.memory.seq for h in kept]).update(
-            access_count=F("access_count") + 1, last_accessed_at=now
-        )
+        _record_access([h.memory.seq for h in kept], now)
     return RetrievalResult(
         hits=kept,
         resolution=dict(resolution),
@@ -412,6 +410,30 @@ def _chronological_tier(filters, query, limit, resolution, *, filter_irrelevant:
     return scored
 
 
+def _bump_access(seqs: list[int], now) -> None:
+    # A plain UPDATE of two columns: the FTS trigger (AFTER UPDATE OF content, key) stays quiet.
+    Memory.objects.filter(seq__in=seqs).update(access_count=F("access_count") + 1, last_accessed_at=now)
+
+
+def _bump_access_on_pool_thread(seqs: list[int], now) -> None:
+    from django.db import connection as thread_connection
+
+    try:
+        _bump_access(seqs, now)
+    except Exception:
+        logger.exception("access counters of %s memories not updated", len(seqs))
+        thread_connection.close()
+
+
+def _record_access(seqs: list[int], now) -> None:
+    """Count an injection. Off the request path when possible: the write takes
+    SQLite's write lock, and the prompt does not need to wait for it."""
+    if django_settings.MEMORY_PARALLEL_FTS and not connection.in_atomic_block:
+        _fts_pool().submit(_bump_access_on_pool_thread, seqs, now)
+    else:
+        _bump_access(seqs, now)
+
+
 def retrieve_for_chat(
     *,
     api_key: ApiKey,
@@ -437,7 +459,7 @@ def retrieve_for_chat(
         query=None if strategy == "exact" else query,
         strategy=strategy,
         max_tokens=settings.maxTokens,
-        limit=CANDIDATES,
+        limit=django_settings.MEMORY_CHAT_MAX_MEMORIES,
         session_id=session_id if scope == "session" else None,
         retention_days=settings.retentionDays,
         settings=settings,

@@ -138,3 +138,20 @@ def test_fts_search_starts_from_the_index(alice):
     fts_sql = next(q["sql"] for q in queries.captured_queries if "MATCH" in q["sql"])
     assert "FROM (  SELECT rowid, bm25(memory_fts" in fts_sql
     assert "{owner_id}" in fts_sql
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_access_counts_are_recorded_off_the_request_path(settings):
+    import time
+
+    from memory.models import ApiKey, Memory
+
+    settings.VECTOR_STORE_DISABLE_VEC = True
+    owner, _ = ApiKey.issue(name="dave")
+    memory = make_memory(owner, content="I prefer dark mode in my editor")
+    result = retrieve_for_chat(api_key=owner, query="dark mode", scope="apiKey")
+    assert [h.memory.seq for h in result.hits] == [memory.seq]
+    deadline = time.monotonic() + 5
+    while Memory.objects.get(seq=memory.seq).access_count == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert Memory.objects.get(seq=memory.seq).access_count == 1
