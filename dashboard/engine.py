@@ -9,10 +9,7 @@ every function delegates to the module that owns the behaviour.
 from __future__ import annotations
 
 import importlib
-import inspect
 from typing import Any
-
-from django.db import transaction
 
 from memory.access import Principal
 from memory.models import ApiKey
@@ -20,10 +17,6 @@ from memory.models import ApiKey
 
 class NotAvailable(Exception):
     """The backend of a Studio feature is not part of this build (yet)."""
-
-
-class _RollBack(Exception):
-    pass
 
 
 def _attr(module: str, name: str, what: str):
@@ -208,17 +201,11 @@ def injection_preview(*, owner: ApiKey, request_body: dict[str, Any], session_id
     memories: list = []
     resolution: dict = {}
     if enabled:
-        try:
-            with transaction.atomic():
-                kwargs = {"api_key": owner, "query": query, "session_id": session_id, "settings": settings}
-                if "touch" in inspect.signature(retrieve_for_chat).parameters:
-                    kwargs["touch"] = False
-                result = retrieve_for_chat(**kwargs)
-                memories = list(result.memories)
-                resolution = dict(result.resolution or {})
-                raise _RollBack
-        except _RollBack:
-            pass
+        result = retrieve_for_chat(
+            api_key=owner, query=query, session_id=session_id, settings=settings, touch=False
+        )
+        memories = list(result.memories)
+        resolution = dict(result.resolution or {})
     body = inject_memory(request_body, memories, target, roles=roles) if enabled else dict(request_body)
     if upstream_model != model:
         body = {**body, "model": upstream_model}

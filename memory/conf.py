@@ -20,6 +20,7 @@ from django.db import transaction
 STRATEGIES = ("recent", "semantic", "hybrid")
 EMBEDDING_SOURCES = ("remote", "static", "transformers", "auto")
 VECTOR_STORES = ("sqlite-vec", "qdrant", "auto")
+SCOPES = ("session", "apiKey", "global")
 
 
 def mask(secret: str) -> str:
@@ -37,6 +38,8 @@ class MemorySettings:
     strategy: str = "hybrid"
     skillsEnabled: bool = True
     autoSummarize: bool = False
+    scope: str = "apiKey"
+    extractFromAssistant: bool = True
     embeddingSource: str = "auto"
     embeddingProviderModel: str | None = None
     transformersEnabled: bool = True
@@ -137,6 +140,8 @@ NORMALISERS = {
     "strategy": _choice(STRATEGIES),
     "skillsEnabled": _bool,
     "autoSummarize": _bool,
+    "scope": _choice(SCOPES),
+    "extractFromAssistant": _bool,
     "embeddingSource": _choice(EMBEDDING_SOURCES),
     "embeddingProviderModel": _model_name,
     "transformersEnabled": _bool,

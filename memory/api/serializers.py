@@ -159,6 +159,8 @@ class MemorySettingsSerializer(StrictSerializer):
     strategy = serializers.ChoiceField(choices=conf.STRATEGIES, required=False)
     skillsEnabled = StrictBooleanField(required=False)
     autoSummarize = StrictBooleanField(required=False)
+    scope = serializers.ChoiceField(choices=conf.SCOPES, required=False)
+    extractFromAssistant = StrictBooleanField(required=False)
     embeddingSource = serializers.ChoiceField(choices=conf.EMBEDDING_SOURCES, required=False)
     embeddingProviderModel = ProviderModelField()
     transformersEnabled = StrictBooleanField(required=False)

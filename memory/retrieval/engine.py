@@ -440,15 +440,18 @@ def retrieve_for_chat(
     query: str | None,
     session_id: str | None = None,
     settings: MemorySettings | None = None,
-    scope: str = "apiKey",
+    scope: str | None = None,
+    touch: bool = True,
 ) -> RetrievalResult:
     """The gateway's retrieval: the key's strategy, budget and retention.
 
-    ``scope`` is ``apiKey`` (default), ``session`` (only this session's
-    memories) or ``global`` (every owner — honoured only for keys granted
+    ``scope`` (default: the ``scope`` setting) is ``apiKey``, ``session`` (only
+    this session's memories) or ``global`` (every owner — honoured only for keys granted
     ``allow_global_scope``; otherwise it falls back to the key's own).
+    ``touch=False`` leaves access counters alone (previews).
     """
     settings = settings or get_memory_settings()
+    scope = scope or settings.scope
     owners: frozenset | None = frozenset({api_key.pk})
     if scope == "global" and api_key.allow_global_scope:
         owners = None
@@ -463,5 +466,5 @@ def retrieve_for_chat(
         session_id=session_id if scope == "session" else None,
         retention_days=settings.retentionDays,
         settings=settings,
-        touch=True,
+        touch=touch,
     )

@@ -105,7 +105,13 @@ def assistant_text_from_response(data: Any) -> str:
 
 
 def _facts(user_text: str, assistant_text: str) -> list[Fact]:
+    from memory.conf import get_memory_settings
+
     facts = extract_facts(user_text, source="user_message")
+    # An assistant saying "I prefer …" speaks of itself, not of the user (reference L1):
+    # operators can turn this source off; the metadata always says where a fact came from.
+    if not get_memory_settings().extractFromAssistant:
+        return facts
     seen = {fact.key for fact in facts}
     facts.extend(f for f in extract_facts(assistant_text, source="llm_response") if f.key not in seen)
     return facts

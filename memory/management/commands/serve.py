@@ -58,10 +58,17 @@ class Command(BaseCommand):
                 consumer = _InProcessConsumer(workers)
                 consumer.start()
                 self.stdout.write(f"Background tasks: {workers} worker thread(s) in this process.")
-        self.stdout.write(f"Serving on http://{host}:{port}/  (Studio: /dashboard/memory, API docs: /api/docs/)")
+        self.stdout.write(
+            f"Serving on http://{host}:{port}/  (Studio: /dashboard/memory, API docs: /api/docs/)"
+        )
         try:
             uvicorn.run(
-                "omniroute.asgi:application", host=host, port=port, lifespan="on", log_level="info", ws="websockets"
+                "omniroute.asgi:application",
+                host=host,
+                port=port,
+                lifespan="on",
+                log_level="info",
+                ws="websockets",
             )
         finally:
             if consumer is not None:

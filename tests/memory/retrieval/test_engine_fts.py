@@ -155,3 +155,20 @@ def test_outside_a_transaction_access_counts_are_recorded_off_the_request_path(s
     while Memory.objects.get(seq=memory.seq).access_count == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert Memory.objects.get(seq=memory.seq).access_count == 1
+
+
+def test_the_scope_setting_narrows_chat_retrieval_to_the_session(alice):
+    from memory.conf import update_memory_settings
+
+    make_memory(alice, content="kiwi in session one", session_id="s1")
+    make_memory(alice, content="kiwi in session two", session_id="s2")
+    assert len(retrieve_for_chat(api_key=alice, query="kiwi", session_id="s1").hits) == 2
+    update_memory_settings({"scope": "session"})
+    assert ids(retrieve_for_chat(api_key=alice, query="kiwi", session_id="s1")) == ["kiwi in session one"]
+
+
+def test_a_preview_does_not_touch_access_counts(alice):
+    m = make_memory(alice, content="kiwi")
+    retrieve_for_chat(api_key=alice, query="kiwi", touch=False)
+    m.refresh_from_db()
+    assert m.access_count == 0

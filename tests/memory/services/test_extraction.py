@@ -199,3 +199,18 @@ def test_the_user_text_is_capped_to_the_tail():
 )
 def test_the_assistant_text_comes_from_the_first_known_shape(data, expected):
     assert assistant_text_from_response(data) == expected
+
+
+@pytest.mark.django_db
+def test_facts_from_the_assistant_can_be_turned_off(alice):
+    from memory.conf import update_memory_settings
+    from memory.services.extraction import extraction_run
+
+    update_memory_settings({"extractFromAssistant": False})
+    stored = extraction_run(
+        owner_id=str(alice.pk),
+        session_id="s",
+        user_text="I prefer tea.",
+        assistant_text="I always answer briefly.",
+    )
+    assert [m.metadata["source"] for m in stored] == ["user_message"]
