@@ -8,3 +8,19 @@ HUEY = {**HUEY, "immediate": True}
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 MEMORY_SETTINGS_CACHE_SECONDS = 0
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# A file-backed test database: browser and gateway tests serve the app from
+# other threads, and SQLite's in-memory shared cache answers concurrent
+# writers with SQLITE_LOCKED (never retried) where a WAL file waits.
+import os  # noqa: E402
+import tempfile  # noqa: E402
+
+DATABASES = {
+    "default": {
+        **DATABASES["default"],  # noqa: F405
+        "TEST": {
+            "NAME": os.environ.get("OMNIROUTE_TEST_DB_PATH")
+            or os.path.join(tempfile.gettempdir(), f"omniroute-test-{os.getpid()}.sqlite3")
+        },
+    }
+}

@@ -63,10 +63,15 @@ def _remote_target(settings: MemorySettings) -> tuple[str, str, str | None] | No
     """(base_url, model, api_key) of a configured remote endpoint, or None."""
     if settings.customBaseUrl and settings.customModelId:
         return settings.customBaseUrl, settings.customModelId, settings.customApiKey
-    ref = settings.embeddingProviderModel
-    if not ref or "/" not in ref.strip("/"):
+    return provider_endpoint(settings.embeddingProviderModel)
+
+
+def provider_endpoint(ref: str | None) -> tuple[str, str, str | None] | None:
+    """(base_url, model, api_key) for ``provider/model``, the provider being an
+    upstream configured for the gateway; None when it is not configured."""
+    provider_name, _, model = (ref or "").partition("/")
+    if not provider_name or not model:
         return None
-    provider_name, _, model = ref.partition("/")
     from django.apps import apps
 
     try:

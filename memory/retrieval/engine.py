@@ -335,6 +335,18 @@ def _fts_pool() -> ThreadPoolExecutor:
         return _pool
 
 
+def _pool_allowed() -> bool:
+    """Whether work may go to the pool threads' own connections: not inside a
+    transaction (they would not see its rows), and not on an in-memory
+    database, whose shared cache locks tables between connections
+    (SQLITE_LOCKED, which busy_timeout does not retry) — the test database."""
+    return (
+        django_settings.MEMORY_PARALLEL_FTS
+        and not connection.in_atomic_block
+        and not (connection.vendor == "sqlite" and connection.is_in_memory_db())
+    )
+
+
 class _FtsRequest:
     """The FTS5 half of a hybrid query, run beside the vector half when possible.
 
@@ -355,7 +367,7 @@ class _FtsRequest:
             created_after=filters.created_after,
         )
         self.future = None
-        if django_settings.MEMORY_PARALLEL_FTS and not connection.in_atomic_block:
+        if _pool_allowed():
             self.future = _fts_pool().submit(_fts_on_pool_thread, self.kwargs)
 
     def result(self):
@@ -425,13 +437,14 @@ def _bump_access_on_pool_thread(seqs: list[int], now) -> None:
         thread_connection.close()
 
 
-def _record_access(seqs: list[int], now) -> None:
+def _record_access(seqs: list[int], now):
     """Count an injection. Off the request path when possible: the write takes
-    SQLite's write lock, and the prompt does not need to wait for it."""
-    if django_settings.MEMORY_PARALLEL_FTS and not connection.in_atomic_block:
-        _fts_pool().submit(_bump_access_on_pool_thread, seqs, now)
-    else:
-        _bump_access(seqs, now)
+    SQLite's write lock, and the prompt does not need to wait for it. Returns
+    the pool's future, or None when it was done inline."""
+    if _pool_allowed():
+        return _fts_pool().submit(_bump_access_on_pool_thread, seqs, now)
+    _bump_access(seqs, now)
+    return None
 
 
 def retrieve_for_chat(

@@ -19,20 +19,9 @@ logger = logging.getLogger("memory.retrieval")
 
 def rerank_target(settings: MemorySettings) -> tuple[str, str, str | None] | None:
     """(base_url, model, api_key) for ``rerankProviderModel`` = ``provider/model``."""
-    ref = settings.rerankProviderModel or ""
-    provider_name, _, model = ref.partition("/")
-    if not provider_name or not model:
-        return None
-    from django.apps import apps
+    from memory.embeddings.runtime import provider_endpoint
 
-    try:
-        Provider = apps.get_model("gateway", "UpstreamProvider")
-    except LookupError:
-        return None
-    provider = Provider.objects.filter(name=provider_name).first()
-    if provider is None or not provider.base_url:
-        return None
-    return provider.base_url, model, provider.api_key or None
+    return provider_endpoint(settings.rerankProviderModel)
 
 
 def rerank(hits: list, query: str, settings: MemorySettings) -> tuple[list, bool]:

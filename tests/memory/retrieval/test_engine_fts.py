@@ -1,5 +1,6 @@
 """Retrieval without vectors: the FTS5 and chronological tiers, filters, budget and isolation."""
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -140,21 +141,21 @@ def test_fts_search_starts_from_the_index(alice):
     assert "{owner_id}" in fts_sql
 
 
-@pytest.mark.django_db(transaction=True)
-def test_outside_a_transaction_access_counts_are_recorded_off_the_request_path(settings):
-    import time
+def test_access_counts_are_recorded_on_a_pool_thread_when_allowed(alice, monkeypatch):
+    from memory.models import Memory
+    from memory.retrieval import engine
 
-    from memory.models import ApiKey, Memory
-
-    settings.VECTOR_STORE_DISABLE_VEC = True
-    owner, _ = ApiKey.issue(name="dave")
-    memory = make_memory(owner, content="I prefer dark mode in my editor")
-    result = retrieve_for_chat(api_key=owner, query="dark mode", scope="apiKey")
-    assert [h.memory.seq for h in result.hits] == [memory.seq]
+    memory = make_memory(alice, content="I prefer dark mode in my editor")
+    monkeypatch.setattr(engine, "_pool_allowed", lambda: True)
+    calls = []
+    monkeypatch.setattr(engine, "_bump_access_on_pool_thread", lambda seqs, now: calls.append(seqs))
+    retrieve_for_chat(api_key=alice, query="dark mode")
+    engine._fts_pool().submit(lambda: None).result()
     deadline = time.monotonic() + 5
-    while Memory.objects.get(seq=memory.seq).access_count == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert Memory.objects.get(seq=memory.seq).access_count == 1
+    while not calls and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert calls == [[memory.seq]]
+    assert Memory.objects.get(seq=memory.seq).access_count == 0  # not inline
 
 
 def test_the_scope_setting_narrows_chat_retrieval_to_the_session(alice):
