@@ -171,12 +171,16 @@ UPSTREAM_TIMEOUT_SECONDS = envint("UPSTREAM_TIMEOUT_SECONDS", 120, minimum=1)
 # Background jobs. SQLite file by default (no extra server); Redis when REDIS_URL is set.
 REDIS_URL = envstr("REDIS_URL", "")
 HUEY_IMMEDIATE = envbool("HUEY_IMMEDIATE", False)
+# Idle workers poll the queue with a back-off capped at max_delay (Huey's
+# default, 10 s, would let a learned fact wait that long before it is stored).
+HUEY_CONSUMER = {"workers": 2, "worker_type": "thread", "initial_delay": 0.1, "backoff": 1.15, "max_delay": 1.0}
 if REDIS_URL:
     HUEY = {
         "huey_class": "huey.RedisHuey",
         "name": "omniroute",
         "url": REDIS_URL,
         "immediate": HUEY_IMMEDIATE,
+        "consumer": HUEY_CONSUMER,
     }
     CHANNEL_LAYERS = {
         "default": {
@@ -190,6 +194,7 @@ else:
         "name": "omniroute",
         "filename": str(DATA_DIR / "huey.sqlite3"),
         "immediate": HUEY_IMMEDIATE,
+        "consumer": HUEY_CONSUMER,
     }
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 

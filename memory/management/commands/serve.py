@@ -27,7 +27,8 @@ class _InProcessConsumer:
             def _set_signal_handlers(self):
                 pass
 
-        self.consumer = Quiet(HUEY, workers=workers, worker_type="thread", periodic=True)
+        options = {**settings.HUEY_CONSUMER, "workers": workers, "worker_type": "thread"}
+        self.consumer = Quiet(HUEY, periodic=True, **options)
 
     def start(self) -> None:
         self.consumer.start()
