@@ -179,7 +179,7 @@ def injection_preview(*, owner: ApiKey, request_body: dict[str, Any], session_id
     from memory.injection import inject_memory, should_inject_memory
 
     retrieve_for_chat = _attr("memory.retrieval.engine", "retrieve_for_chat", "Chat retrieval")
-    last_user_query = _attr("gateway.chat", "last_user_query", "The gateway")
+    last_user_query = _attr("memory.injection", "last_user_query", "Injection")
     from gateway.providers import enabled_providers, select_provider
 
     model = request_body.get("model")

@@ -21,7 +21,7 @@ from django.utils import timezone
 from gateway.models import UpstreamProvider
 from gateway.providers import enabled_providers, select_provider
 from memory.conf import get_memory_settings
-from memory.injection import inject_memory, should_inject_memory
+from memory.injection import inject_memory, last_user_query, should_inject_memory
 from memory.models import ApiKey, hash_secret
 from memory.retrieval.engine import retrieve_for_chat
 from memory.services.extraction import user_text_from_request
@@ -32,22 +32,6 @@ NO_MEMORY_HEADER = "x-omniroute-no-memory"
 SESSION_HEADER = "x-omniroute-session-id"
 NO_MEMORY_VALUES = frozenset({"true", "1", "yes"})
 LAST_USED_RESOLUTION = timedelta(minutes=1)
-
-# Role-less Responses-API items that are not user text (reference §4.4.3).
-_NON_TEXT_ITEM_TYPES = frozenset(
-    {
-        "function_call",
-        "function_call_output",
-        "tool_call",
-        "tool_call_output",
-        "reasoning",
-        "computer_call",
-        "computer_call_output",
-        "web_search_call",
-        "file_search_call",
-    }
-)
-_TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 
 
 class GatewayError(Exception):
@@ -127,41 +111,6 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     if not isinstance(body.get("stream", False), bool):
         raise GatewayError("'stream' must be a boolean", status=400, code="invalid_type", param="stream")
     return body
-
-
-def last_user_query(body: Mapping[str, Any]) -> str:
-    """The retrieval query: the text of the last user item of ``messages``, then ``input`` (reference
-    §4.4.3). A string content is returned as is; content parts are joined with a space and trimmed."""
-    for field in ("messages", "input"):
-        items = body.get(field)
-        if isinstance(items, str) and items.strip():
-            return items
-        if not isinstance(items, list):
-            continue
-        for item in reversed(items):
-            if not isinstance(item, Mapping):
-                continue
-            role = item.get("role")
-            if role is not None and role != "user":
-                continue
-            if role is None and item.get("type") in _NON_TEXT_ITEM_TYPES:
-                continue
-            content = item.get("content", item.get("text"))
-            if isinstance(content, str) and content.strip():
-                return content
-            if isinstance(content, list):
-                texts = []
-                for part in content:
-                    if isinstance(part, str):
-                        texts.append(part)
-                    elif isinstance(part, Mapping) and part.get("type") in (None, *_TEXT_PART_TYPES):
-                        text = part.get("text", part.get("input_text"))
-                        if isinstance(text, str):
-                            texts.append(text)
-                joined = " ".join(texts).strip()
-                if joined:
-                    return joined
-    return ""
 
 
 def _no_memory(headers: Mapping[str, str]) -> bool:
