@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from django.conf import settings
 from django.db import transaction
+
+T = TypeVar("T")
 
 STRATEGIES = ("recent", "semantic", "hybrid")
 EMBEDDING_SOURCES = ("remote", "static", "transformers", "auto")
@@ -90,21 +93,21 @@ def _bool(value, default):
 
 
 def _clamp(lo, hi):
-    def normalise(value, default):
+    def normalise_value(value, default):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
             return default
         if value in (float("inf"), float("-inf")):
             return default
         return max(lo, min(hi, int(round(value))))
 
-    return normalise
+    return normalise_value
 
 
 def _choice(choices):
-    def normalise(value, default):
+    def normalise_value(value, default):
         return value if value in choices else default
 
-    return normalise
+    return normalise_value
 
 
 def _model_name(value, default):
@@ -161,9 +164,6 @@ NORMALISERS = {
 SETTING_FIELDS = tuple(f.name for f in fields(MemorySettings))
 PREFIX = "memory."
 
-_lock = threading.Lock()
-_cached: tuple[float, MemorySettings] | None = None
-
 
 def normalise(raw: dict[str, Any], defaults: MemorySettings | None = None) -> MemorySettings:
     """Overlay the known keys of ``raw`` on ``defaults``, normalising each value."""
@@ -175,26 +175,62 @@ def normalise(raw: dict[str, Any], defaults: MemorySettings | None = None) -> Me
     return MemorySettings(**values)
 
 
+class StoredSettings(Generic[T]):
+    """A typed settings object stored in the ``Setting`` table under ``prefix``.
+
+    ``build(raw)`` turns the stored ``{field: value}`` into the settings object
+    (normalising, over the env defaults). Reads are cached for
+    ``MEMORY_SETTINGS_CACHE_SECONDS``; writes in this process invalidate the
+    cache at once and again after commit.
+    """
+
+    def __init__(self, *, prefix: str, fields: tuple[str, ...], build: Callable[[dict[str, Any]], T]):
+        self.prefix = prefix
+        self.fields = fields
+        self.build = build
+        self._lock = threading.Lock()
+        self._cached: tuple[float, T] | None = None
+
+    def get(self) -> T:
+        now = time.monotonic()
+        with self._lock:
+            if self._cached is not None and now - self._cached[0] < settings.MEMORY_SETTINGS_CACHE_SECONDS:
+                return self._cached[1]
+        from memory.models import Setting
+
+        rows = Setting.objects.filter(key__startswith=self.prefix)
+        current = self.build({row.key.removeprefix(self.prefix): row.value for row in rows})
+        with self._lock:
+            self._cached = (now, current)
+        return current
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._cached = None
+
+    def write(self, changes: dict[str, Any]) -> None:
+        """Store the given (already validated) fields; explicit ``None`` is kept. Call in a transaction."""
+        from memory.models import Setting
+
+        unknown = set(changes) - set(self.fields)
+        if unknown:
+            raise ValueError(f"unknown settings under {self.prefix!r}: {sorted(unknown)}")
+        for name, value in changes.items():
+            Setting.objects.update_or_create(key=self.prefix + name, defaults={"value": value})
+        transaction.on_commit(self.invalidate)
+        self.invalidate()
+
+
+STORE: StoredSettings[MemorySettings] = StoredSettings(prefix=PREFIX, fields=SETTING_FIELDS, build=normalise)
+
+
 def get_memory_settings() -> MemorySettings:
     """Return the current settings (cached; see the module docstring)."""
-    global _cached
-    now = time.monotonic()
-    with _lock:
-        if _cached is not None and now - _cached[0] < settings.MEMORY_SETTINGS_CACHE_SECONDS:
-            return _cached[1]
-    from memory.models import Setting
-
-    raw = {row.key.removeprefix(PREFIX): row.value for row in Setting.objects.filter(key__startswith=PREFIX)}
-    current = normalise(raw)
-    with _lock:
-        _cached = (now, current)
-    return current
+    return STORE.get()
 
 
 def invalidate_memory_settings_cache() -> None:
-    global _cached
-    with _lock:
-        _cached = None
+    STORE.invalidate()
 
 
 @transaction.atomic
@@ -203,13 +239,5 @@ def update_memory_settings(changes: dict[str, Any]) -> MemorySettings:
 
     Only the keys present in ``changes`` are written; explicit ``None`` is kept.
     """
-    from memory.models import Setting
-
-    unknown = set(changes) - set(SETTING_FIELDS)
-    if unknown:
-        raise ValueError(f"unknown settings: {sorted(unknown)}")
-    for name, value in changes.items():
-        Setting.objects.update_or_create(key=PREFIX + name, defaults={"value": value})
-    transaction.on_commit(invalidate_memory_settings_cache)
-    invalidate_memory_settings_cache()
+    STORE.write(changes)
     return get_memory_settings()

@@ -18,8 +18,6 @@ environment is read when the settings are read, never at import time.
 from __future__ import annotations
 
 import re
-import threading
-import time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import transaction
 
+from memory.conf import StoredSettings
 from omniroute.env import envint, envstr
 
 PREFIX = "qdrant."
@@ -213,9 +212,6 @@ NORMALISERS = {
 }
 SETTING_FIELDS = tuple(f.name for f in fields(QdrantSettings))
 
-_lock = threading.Lock()
-_cached: tuple[float, QdrantSettings] | None = None
-
 
 def normalise(raw: dict[str, Any], defaults: QdrantSettings | None = None) -> QdrantSettings:
     """Overlay the known keys of ``raw`` on ``defaults`` (the env's), normalising each value."""
@@ -227,26 +223,16 @@ def normalise(raw: dict[str, Any], defaults: QdrantSettings | None = None) -> Qd
     return replace(base, **values)
 
 
+STORE: StoredSettings[QdrantSettings] = StoredSettings(prefix=PREFIX, fields=SETTING_FIELDS, build=normalise)
+
+
 def get_qdrant_settings() -> QdrantSettings:
     """Return the current settings (cached; see the module docstring)."""
-    global _cached
-    now = time.monotonic()
-    with _lock:
-        if _cached is not None and now - _cached[0] < settings.MEMORY_SETTINGS_CACHE_SECONDS:
-            return _cached[1]
-    from memory.models import Setting
-
-    raw = {row.key.removeprefix(PREFIX): row.value for row in Setting.objects.filter(key__startswith=PREFIX)}
-    current = normalise(raw)
-    with _lock:
-        _cached = (now, current)
-    return current
+    return STORE.get()
 
 
 def invalidate_qdrant_settings_cache() -> None:
-    global _cached
-    with _lock:
-        _cached = None
+    STORE.invalidate()
 
 
 @transaction.atomic
@@ -259,19 +245,14 @@ def update_qdrant_settings(changes: dict[str, Any]) -> QdrantSettings:
     did nothing).
     """
     from memory.conf import update_memory_settings
-    from memory.models import Setting
 
-    unknown = set(changes) - set(SETTING_FIELDS)
-    if unknown:
-        raise ValueError(f"unknown Qdrant settings: {sorted(unknown)}")
-    for name, value in changes.items():
-        if name == "apiKey":
-            value = (value or "").strip() or None
-        Setting.objects.update_or_create(key=PREFIX + name, defaults={"value": value})
+    changes = dict(changes)
+    if "apiKey" in changes:
+        changes["apiKey"] = (changes["apiKey"] or "").strip() or None
+    STORE.write(changes)
     if "enabled" in changes:
         update_memory_settings({"vectorStore": "qdrant" if changes["enabled"] is True else "auto"})
     transaction.on_commit(_after_write)
-    invalidate_qdrant_settings_cache()
     return get_qdrant_settings()
 
 
