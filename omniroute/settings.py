@@ -173,7 +173,13 @@ REDIS_URL = envstr("REDIS_URL", "")
 HUEY_IMMEDIATE = envbool("HUEY_IMMEDIATE", False)
 # Idle workers poll the queue with a back-off capped at max_delay (Huey's
 # default, 10 s, would let a learned fact wait that long before it is stored).
-HUEY_CONSUMER = {"workers": 2, "worker_type": "thread", "initial_delay": 0.1, "backoff": 1.15, "max_delay": 1.0}
+HUEY_CONSUMER = {
+    "workers": 2,
+    "worker_type": "thread",
+    "initial_delay": 0.1,
+    "backoff": 1.15,
+    "max_delay": 1.0,
+}
 if REDIS_URL:
     HUEY = {
         "huey_class": "huey.RedisHuey",

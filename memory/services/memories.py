@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -273,8 +274,37 @@ def _insert_rows(rows: list[tuple[uuid.UUID, MemoryInput]], now: datetime) -> No
         f"INSERT INTO {quote(Memory._meta.db_table)} ({', '.join(quote(c) for c in columns)}) "
         f"VALUES ({', '.join(['%s'] * len(columns))})"
     )
-    with connection.cursor() as cursor:
+    with fts_deferred() as cursor:
         cursor.executemany(sql, params)
+
+
+@contextmanager
+def fts_deferred():
+    """A cursor whose inserts into ``memories`` are indexed in FTS5 in one
+    statement when the block ends, instead of by the trigger row by row.
+
+    Must run inside a write transaction: the write lock guarantees that the
+    rows above the previous highest ``seq`` are this block's.
+    """
+    if not connection.in_atomic_block:
+        raise RuntimeError("fts_deferred() needs a transaction")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT coalesce(max(seq), 0) FROM memories")
+        floor = cursor.fetchone()[0]
+        gate = getattr(connection, "fts_auto", None)
+        if gate is not None:
+            connection.fts_auto = False
+        try:
+            yield cursor
+        finally:
+            if gate is not None:
+                connection.fts_auto = True
+        if gate is not None:
+            cursor.execute(
+                "INSERT INTO memory_fts(rowid, content, key, owner_id) "
+                "SELECT seq, content, key, owner_id FROM memories WHERE seq > %s",
+                [floor],
+            )
 
 
 @transaction.atomic

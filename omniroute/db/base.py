@@ -42,8 +42,16 @@ class DatabaseWrapper(sqlite_base.DatabaseWrapper):
     SQLITE_BUSY upgrades half-way through a transaction.
     """
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Read by the SQL function omniroute_fts_auto() in the FTS insert
+        # trigger; bulk inserts turn it off and index their rows in one
+        # statement (see memory.services.memories.fts_deferred).
+        self.fts_auto = True
+
     def get_new_connection(self, conn_params):
         conn = super().get_new_connection(conn_params)
+        conn.create_function("omniroute_fts_auto", 0, lambda: 1 if self.fts_auto else 0)
         timeout_ms = int(float(conn_params.get("timeout", 5)) * 1000)
         conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
         if self.settings_dict["NAME"] != ":memory:" and "mode=memory" not in str(self.settings_dict["NAME"]):
