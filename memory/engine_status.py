@@ -22,6 +22,17 @@ def _fts_status() -> dict:
         return {"available": False, "backend": "none", "reason": f"FTS5 probe failed: {exc}"}
 
 
+def _dimensions(ctx, meta: VectorMeta) -> int | None:
+    if ctx.source is None:
+        return None
+    if ctx.source.dim is not None:
+        return ctx.source.dim
+    built_for_source = (meta.embedding_signature or "").startswith(
+        f"{ctx.resolution.source}:{ctx.resolution.model}:"
+    )
+    return meta.active_dim if built_for_source else None
+
+
 def engine_status() -> dict:
     from memory.embeddings.runtime import cache_stats
     from memory.services.indexing import pending_count, vector_context
@@ -33,11 +44,9 @@ def engine_status() -> dict:
     embedding = {
         "source": ctx.resolution.source,
         "model": ctx.resolution.model,
-        "dimensions": meta.active_dim
-        if ctx.source is not None
-        and meta.embedding_signature
-        and meta.embedding_signature.startswith(f"{ctx.resolution.source}:{ctx.resolution.model}:")
-        else (ctx.source.dim if ctx.source is not None else None),
+        # A remote source learns its dimension from its first answer; the vector
+        # table, once built for this source, remembers it across restarts.
+        "dimensions": _dimensions(ctx, meta),
         "signature": ctx.source.signature if ctx.source is not None else "null:null:null",
         "available": ctx.source is not None,
         "reason": ctx.resolution.reason,
