@@ -139,6 +139,46 @@ def _mark_indexed(memories: Sequence[Memory]) -> int:
         return cursor.rowcount
 
 
+# Sources fast enough to embed on the write path (sub-millisecond per text).
+INLINE_SOURCES = frozenset({"static"})
+
+
+def inline_context() -> VectorContext | None:
+    """The vector context when writes may embed inline (a local, fast source), else None."""
+    ctx = vector_context()
+    if not ctx.usable or ctx.write_store is None or ctx.resolution.source not in INLINE_SOURCES:
+        return None
+    return ctx
+
+
+def index_inline(
+    memories: Sequence[Pending], ctx: VectorContext, *, new_rows_above: int | None = None
+) -> int:
+    """Inside the caller's write transaction, store the vectors of ``memories``
+    (bulk imports then need no second pass); returns how many were indexed.
+    ``new_rows_above``: the memories are exactly the rows above this ``seq``,
+    inserted in this transaction, so their flags are cleared in one statement
+    and no old vectors need deleting. Qdrant is mirrored after commit."""
+    from memory.vectorstores.qdrant import mirror_upsert
+
+    if not memories:
+        return 0
+    try:
+        vectors = embed_texts(ctx, [m.content for m in memories])
+    except EmbeddingError as exc:
+        logger.warning("inline embedding of %s memories failed (%s); left to reindex", len(memories), exc)
+        return 0
+    items = [VectorItem(m.seq, str(m.owner_id), v) for m, v in zip(memories, vectors, strict=True)]
+    ctx.write_store.upsert(items, new=new_rows_above is not None)
+    signature = ctx.source.signature
+    transaction.on_commit(lambda: mirror_upsert(items, signature=signature))
+    if new_rows_above is None:
+        return _mark_indexed(memories)
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE memories SET needs_reindex = 0 WHERE seq > %s", [new_rows_above])
+        return cursor.rowcount
+
+
 def index_by_seqs(seqs: Sequence[int]) -> int:
     """Index the given memories now (the per-write task). Logs and returns 0 when impossible."""
     ctx = vector_context()

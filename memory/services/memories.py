@@ -20,7 +20,13 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memory.models import ApiKey, Memory
-from memory.services.indexing import schedule_indexing, schedule_reindex
+from memory.services.indexing import (
+    Pending,
+    index_inline,
+    inline_context,
+    schedule_indexing,
+    schedule_reindex,
+)
 from memory.signals import memory_changed
 
 logger = logging.getLogger("memory.services")
@@ -218,15 +224,16 @@ def _merge_batch(items: list[MemoryInput]) -> tuple[list[tuple[int, str | None]]
     return slots, merged
 
 
-def _insert_rows(rows: list[tuple[uuid.UUID, MemoryInput]], now: datetime) -> None:
-    """INSERT new memories with one ``executemany``, without model instances.
+def _insert_rows(rows: list[tuple[uuid.UUID, MemoryInput]], now: datetime) -> int:
+    """INSERT new memories with one ``executemany``, without model instances;
+    returns the highest ``seq`` before them (the new rows are those above it).
 
     ``bulk_create`` spent most of a 10k batch building instances and preparing
     each value through the field machinery; here constants (timestamps, owner
     ids) are adapted once per batch. The FTS trigger still indexes every row.
     """
     if not rows:
-        return
+        return 0
     native_uuid = connection.features.has_native_uuid_field
     as_db_uuid = (lambda u: u) if native_uuid else (lambda u: u.hex)
     field = Memory._meta.get_field
@@ -274,8 +281,9 @@ def _insert_rows(rows: list[tuple[uuid.UUID, MemoryInput]], now: datetime) -> No
         f"INSERT INTO {quote(Memory._meta.db_table)} ({', '.join(quote(c) for c in columns)}) "
         f"VALUES ({', '.join(['%s'] * len(columns))})"
     )
-    with fts_deferred() as cursor:
+    with fts_deferred() as (cursor, floor):
         cursor.executemany(sql, params)
+    return floor
 
 
 @contextmanager
@@ -295,7 +303,7 @@ def fts_deferred():
         if gate is not None:
             connection.fts_auto = False
         try:
-            yield cursor
+            yield cursor, floor
         finally:
             if gate is not None:
                 connection.fts_auto = True
@@ -340,7 +348,12 @@ def memory_bulk_create(items: list[MemoryInput], *, chunk_size: int = 500) -> di
             _apply_upsert(row, item, now)
             to_update.append(row)
             result[slot] = row.uuid
-    _insert_rows(to_insert, now)
+    floor = _insert_rows(to_insert, now)
+    inline = 0
+    ctx = inline_context() if to_insert else None
+    if ctx is not None:
+        new_rows = Memory.objects.filter(seq__gt=floor).values_list("seq", "owner_id", "content")
+        inline = index_inline([Pending(*row) for row in new_rows], ctx, new_rows_above=floor)
     if to_update:
         Memory.objects.bulk_update(
             to_update,
@@ -356,7 +369,7 @@ def memory_bulk_create(items: list[MemoryInput], *, chunk_size: int = 500) -> di
             ],
             batch_size=chunk_size,
         )
-    if to_insert or any(m.needs_reindex for m in to_update):
+    if inline < len(to_insert) or any(m.needs_reindex for m in to_update):
         schedule_reindex()
     _notify_bulk(owners={item.owner.pk for _, item in to_insert} | {m.owner_id for m in to_update})
     _notify("updated", to_update)

@@ -41,8 +41,8 @@ class VectorStore:
         """
         raise NotImplementedError
 
-    def upsert(self, items: Sequence[VectorItem]) -> None:
-        """Insert or replace the vectors of ``items``."""
+    def upsert(self, items: Sequence[VectorItem], *, new: bool = False) -> None:
+        """Insert or replace the vectors of ``items`` (``new``: none exists yet, a hint)."""
         raise NotImplementedError
 
     def delete(self, seqs: Iterable[int]) -> None:

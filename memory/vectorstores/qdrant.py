@@ -415,7 +415,7 @@ class QdrantStore(VectorStore):
 
     # -- points
 
-    def upsert(self, items: Sequence[VectorItem]) -> None:
+    def upsert(self, items: Sequence[VectorItem], *, new: bool = False) -> None:
         """Write the points of ``items`` with payloads read from SQLite now.
 
         Items whose memory no longer exists are skipped (deleted meanwhile).

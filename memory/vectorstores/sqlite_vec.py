@@ -297,14 +297,15 @@ class SqliteVecStore(VectorStore):
         return vector.tobytes()
 
     @transaction.atomic
-    def upsert(self, items: Sequence[VectorItem]) -> None:
+    def upsert(self, items: Sequence[VectorItem], *, new: bool = False) -> None:
+        """``new=True``: the caller knows none of these rows has a vector yet."""
         if not items:
             return
         int8 = self.is_int8()
         value = "vec_int8(%s)" if int8 else "%s"
         rows = [(int(i.seq), _hex(i.owner_id), self._encode(i.vector, int8)) for i in items]
         with connection.cursor() as cursor:
-            existing = self._existing(cursor, [row[0] for row in rows])
+            existing = [] if new else self._existing(cursor, [row[0] for row in rows])
             for start in range(0, len(existing), 500):
                 part = existing[start : start + 500]
                 marks = ",".join(["%s"] * len(part))

@@ -208,3 +208,22 @@ def test_hybrid_runs_fts_on_a_pool_thread_outside_transactions(static_source, mo
     top = result.hits[0]
     assert top.memory.content == "We deploy the backend with Kubernetes"
     assert top.fts_score is not None and top.vec_score is not None
+
+
+def test_bulk_writes_embed_inline_with_the_static_source(alice):
+    from memory.services.memories import MemoryInput, memory_bulk_create
+
+    result = memory_bulk_create([MemoryInput(owner=alice, content=f"fact {i} about dogs") for i in range(5)])
+    assert result["created"] == 5
+    assert pending_count() == 0
+    assert SqliteVecStore().count() == 5
+    hits = retrieve(owner_ids=frozenset({alice.pk}), query="puppies", strategy="semantic", limit=5)
+    assert len(hits.hits) == 5
+
+
+def test_bulk_writes_leave_slow_sources_to_the_background(alice):
+    from memory.services.memories import MemoryInput, memory_bulk_create
+
+    update_memory_settings({"embeddingSource": "transformers"})
+    memory_bulk_create([MemoryInput(owner=alice, content="a fact")])
+    assert pending_count() == 1
