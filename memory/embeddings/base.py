@@ -90,6 +90,10 @@ class EmbeddingSource(abc.ABC):
         """
         raise NotImplementedError
 
+    def error(self, message: str, *, reason: str = REASON_UNKNOWN) -> EmbeddingError:
+        """An ``EmbeddingError`` attributed to this source (``message`` must be safe to show)."""
+        return EmbeddingError(message, source=self.name, model=self.model, reason=reason)
+
     def embed_one(self, text: str) -> np.ndarray:
         """Embed a single text; returns a float32 vector of shape ``(dim,)``. Raises ``EmbeddingError``."""
         return self.embed([text])[0]

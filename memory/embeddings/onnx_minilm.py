@@ -11,7 +11,6 @@ import numpy as np
 from memory.embeddings.base import (
     REASON_MODEL_LOAD_FAILED,
     REASON_REQUEST_FAILED,
-    EmbeddingError,
     EmbeddingSource,
     l2_normalize,
 )
@@ -77,11 +76,9 @@ class OnnxMiniLMSource(EmbeddingSource):
                 except Exception as exc:
                     # No path in the message (spec §8.1: messages are sanitised); the file name
                     # and the builder's name are what an operator needs.
-                    raise EmbeddingError(
+                    raise self.error(
                         f"Could not load {model_file} or {TOKENIZER_FILENAME} "
                         f"({type(exc).__name__}); run the build_embedding_models command",
-                        source=self.name,
-                        model=self.model,
                         reason=REASON_MODEL_LOAD_FAILED,
                     ) from exc
                 self._tokenizer = tokenizer
@@ -96,10 +93,8 @@ class OnnxMiniLMSource(EmbeddingSource):
         try:
             encodings = tokenizer.encode_batch(list(texts))
         except Exception as exc:
-            raise EmbeddingError(
+            raise self.error(
                 f"Tokenisation failed ({type(exc).__name__})",
-                source=self.name,
-                model=self.model,
                 reason=REASON_REQUEST_FAILED,
             ) from exc
 
@@ -122,10 +117,8 @@ class OnnxMiniLMSource(EmbeddingSource):
             try:
                 out[idx] = session.run([OUTPUT_NAME], feed)[0]
             except Exception as exc:
-                raise EmbeddingError(
+                raise self.error(
                     f"ONNX inference failed ({type(exc).__name__})",
-                    source=self.name,
-                    model=self.model,
                     reason=REASON_REQUEST_FAILED,
                 ) from exc
         # The graph already normalises; this only guards against drift in a hand-edited model.

@@ -91,7 +91,7 @@ class RemoteSource(EmbeddingSource):
     def _error(self, message: str, reason: str) -> EmbeddingError:
         if self._api_key:
             message = message.replace(self._api_key, "***")
-        return EmbeddingError(message, source=self.name, model=self.model, reason=reason)
+        return self.error(message, reason=reason)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """See ``EmbeddingSource.embed``.

@@ -14,7 +14,6 @@ import numpy as np
 from memory.embeddings.base import (
     REASON_MODEL_LOAD_FAILED,
     REASON_REQUEST_FAILED,
-    EmbeddingError,
     EmbeddingSource,
     l2_normalize,
 )
@@ -74,19 +73,15 @@ class StaticSource(EmbeddingSource):
                         meta = json.loads(str(data["meta"]))
                         tokenizer = Tokenizer.from_str(str(data["tokenizer"]))
                 except Exception as exc:
-                    raise EmbeddingError(
+                    raise self.error(
                         f"Could not load the static embedding table {self.path.name} "
                         f"({type(exc).__name__}); run the build_embedding_models command",
-                        source=self.name,
-                        model=self.model,
                         reason=REASON_MODEL_LOAD_FAILED,
                     ) from exc
                 if table.shape[1] != self.dim or meta.get("model") != self.model:
-                    raise EmbeddingError(
+                    raise self.error(
                         f"{self.path.name} holds {meta.get('model')!r} with {table.shape[1]} dims, "
                         f"expected {self.model!r} with {self.dim}",
-                        source=self.name,
-                        model=self.model,
                         reason=REASON_MODEL_LOAD_FAILED,
                     )
                 # The built tokenizer pads and truncates for the transformer; a mean of token
@@ -149,10 +144,8 @@ class StaticSource(EmbeddingSource):
         try:
             ids_per_text = self.token_ids(list(texts))
         except Exception as exc:
-            raise EmbeddingError(
+            raise self.error(
                 f"Tokenisation failed ({type(exc).__name__})",
-                source=self.name,
-                model=self.model,
                 reason=REASON_REQUEST_FAILED,
             ) from exc
         return l2_normalize(self._sum_rows(table, ids_per_text))
