@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import date, timedelta
-
-from django.db.models import Count
-from django.db.models.functions import TruncDate
-from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from memory import selectors
-from memory.access import Principal
+from memory.selectors import Activity
 
 TYPE_COLOURS = {
     "factual": "#2563eb",
@@ -23,37 +16,6 @@ TYPE_COLOURS = {
     "long_term": "#0891b2",
     "entity": "#db2777",
 }
-
-
-@dataclass(frozen=True)
-class Activity:
-    days: list[tuple[date, int]]
-    by_type: list[tuple[str, int]]
-
-    @property
-    def total_in_window(self) -> int:
-        return sum(n for _, n in self.days)
-
-
-def memory_activity(*, principal: Principal, owner_ids, days: int = 30) -> Activity:
-    """Memories created per day over the last ``days`` days, and live memories per type (2 queries)."""
-    today = timezone.localdate()
-    start = today - timedelta(days=days - 1)
-    qs = selectors.visible_memories(principal=principal, owner_ids=owner_ids)
-    per_day = {
-        row["day"]: row["n"]
-        for row in qs.filter(created_at__date__gte=start)
-        .annotate(day=TruncDate("created_at"))
-        .order_by()
-        .values("day")
-        .annotate(n=Count("seq"))
-    }
-    by_type = [
-        (row["type"], row["n"])
-        for row in qs.order_by().values("type").annotate(n=Count("seq")).order_by("-n", "type")
-    ]
-    series = [(start + timedelta(days=i), per_day.get(start + timedelta(days=i), 0)) for i in range(days)]
-    return Activity(days=series, by_type=by_type)
 
 
 def _n(value: float) -> str:

@@ -737,7 +737,7 @@ def _engine_context(request, scope: OwnerScope) -> dict:
         context["qdrant_error"] = str(exc)
     context["qdrant_healthy"] = bool(((context.get("status") or {}).get("qdrant") or {}).get("healthy"))
     if not scope.is_empty:
-        activity = charts.memory_activity(
+        activity = selectors.memory_activity(
             principal=scope.principal, owner_ids=scope.principal.owner_filter(scope.api_key_id)
         )
         context.update(

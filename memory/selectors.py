@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 import uuid
+from dataclasses import dataclass
+from datetime import date, timedelta
 
 from django.db.models import Count, F, IntegerField, Q, QuerySet, Sum
-from django.db.models.functions import Length
+from django.db.models.functions import Length, TruncDate
 from django.utils import timezone
 
 from memory.access import Principal
@@ -103,3 +105,36 @@ def memory_list(
         "totalPages": math.ceil(total / limit) if limit else 0,
         "stats": {"total": total, "byType": by_type, "tokensUsed": tokens_used(base)},
     }
+
+
+@dataclass(frozen=True)
+class Activity:
+    """Memories created per day (oldest first) and live memories per type."""
+
+    days: list[tuple[date, int]]
+    by_type: list[tuple[str, int]]
+
+    @property
+    def total_in_window(self) -> int:
+        return sum(n for _, n in self.days)
+
+
+def memory_activity(*, principal: Principal, owner_ids, days: int = 30) -> Activity:
+    """Memories created per day over the last ``days`` days, and live memories per type (2 queries)."""
+    today = timezone.localdate()
+    start = today - timedelta(days=days - 1)
+    qs = visible_memories(principal=principal, owner_ids=owner_ids)
+    per_day = {
+        row["day"]: row["n"]
+        for row in qs.filter(created_at__date__gte=start)
+        .annotate(day=TruncDate("created_at"))
+        .order_by()
+        .values("day")
+        .annotate(n=Count("seq"))
+    }
+    by_type = [
+        (row["type"], row["n"])
+        for row in qs.order_by().values("type").annotate(n=Count("seq")).order_by("-n", "type")
+    ]
+    series = [(start + timedelta(days=i), per_day.get(start + timedelta(days=i), 0)) for i in range(days)]
+    return Activity(days=series, by_type=by_type)
