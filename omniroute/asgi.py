@@ -1,4 +1,5 @@
-"""ASGI entry point: /mcp through the MCP SDK, other HTTP through Django, websockets through Channels.
+"""ASGI entry point: /mcp through the MCP SDK, /v1/ through Django's lean API handler
+(``omniroute.handlers``), other HTTP through Django, websockets through Channels.
 
 ``/mcp`` (Streamable HTTP, see ``memory.mcp``) is routed before Channels'
 ``ProtocolTypeRouter``, which knows no ``lifespan`` scope. The MCP app is
@@ -17,6 +18,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omniroute.settings")
 
 django_asgi_app = get_asgi_application()
 
+from omniroute.handlers import ApiASGIHandler  # noqa: E402
+
+api_asgi_app = ApiASGIHandler()
+
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
@@ -24,6 +29,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
 MCP_PATH = "/mcp"
+API_PREFIX = "/v1/"
 
 router = ProtocolTypeRouter(
     {
@@ -60,5 +66,7 @@ async def application(scope, receive, send):
         await lifespan(scope, receive, send)
     elif scope["type"] == "http" and scope["path"].rstrip("/") == MCP_PATH:
         await mcp_app()(scope, receive, send)
+    elif scope["type"] == "http" and scope["path"].startswith(API_PREFIX):
+        await api_asgi_app(scope, receive, send)
     else:
         await router(scope, receive, send)

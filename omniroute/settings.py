@@ -57,7 +57,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "django.middleware.security.SecurityMiddleware",
+    "omniroute.handlers.AsyncSecurityMiddleware",
     "omniroute.staticfiles.AsyncWhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -67,6 +67,10 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
+# The OpenAI-compatible API (/v1/) is served by omniroute.handlers.ApiASGIHandler
+# with only these (natively async) middleware: bearer-key JSON clients need no
+# sessions, CSRF, messages or HTMX.
+API_MIDDLEWARE = ["omniroute.handlers.AsyncSecurityMiddleware"]
 
 ROOT_URLCONF = "omniroute.urls"
 WSGI_APPLICATION = "omniroute.wsgi.application"
