@@ -22,7 +22,7 @@ from gateway.models import UpstreamProvider
 from gateway.providers import enabled_providers, select_provider
 from memory.conf import get_memory_settings
 from memory.injection import inject_memory, last_user_query, should_inject_memory
-from memory.models import ApiKey, hash_secret
+from memory.models import ApiKey
 from memory.retrieval.engine import retrieve_for_chat
 from memory.services.extraction import user_text_from_request
 
@@ -76,7 +76,7 @@ def authenticate(authorization: str | None) -> ApiKey:
         raise GatewayError(
             "Missing API key: send Authorization: Bearer <key>", status=401, code="invalid_api_key"
         )
-    key = ApiKey.objects.filter(key_hash=hash_secret(secret), revoked_at__isnull=True).first()
+    key = ApiKey.active_for_secret(secret)
     if key is None:
         raise GatewayError("Incorrect or revoked API key", status=401, code="invalid_api_key")
     now = timezone.now()

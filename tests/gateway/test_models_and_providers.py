@@ -150,3 +150,26 @@ def test_auto_uses_the_injection_registry_defaults():
     _, roles = UpstreamProvider(name="mimo").injection_target("mimo-7b")
     assert roles is DEFAULT_PROVIDER_ROLES
     assert roles.requires_system_first("mimo")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_provider_list_is_cached_and_a_save_or_delete_clears_it(settings):
+    from gateway.providers import PROVIDERS
+
+    settings.MEMORY_SETTINGS_CACHE_SECONDS = 60
+    PROVIDERS.invalidate()
+    first = _provider("first", "a/")
+    assert [p.name for p in enabled_providers()] == ["first"]
+    # A bulk update sends no signal: the cached list is served until the TTL ends.
+    UpstreamProvider.objects.filter(pk=first.pk).update(model_prefix="changed/")
+    assert [p.model_prefix for p in enabled_providers()] == ["a/"]
+    second = _provider("second", "b/")  # save() clears the cache
+    assert [(p.name, p.model_prefix) for p in enabled_providers()] == [
+        ("first", "changed/"),
+        ("second", "b/"),
+    ]
+    second.delete()
+    assert [p.name for p in enabled_providers()] == ["first"]
+    settings.MEMORY_SETTINGS_CACHE_SECONDS = 0
+    UpstreamProvider.objects.filter(pk=first.pk).update(enabled=False)
+    assert enabled_providers() == []
