@@ -200,7 +200,7 @@ if REDIS_URL:
     }
 else:
     HUEY = {
-        "huey_class": "huey.SqliteHuey",
+        "huey_class": "omniroute.taskqueue.SqliteWalHuey",
         "name": "omniroute",
         "filename": str(DATA_DIR / "huey.sqlite3"),
         "immediate": HUEY_IMMEDIATE,
