@@ -53,14 +53,19 @@ def envint(name: str, default: int, *, minimum: int | None = None, maximum: int 
     return value
 
 
-def envfloat(name: str, default: float) -> float:
+def envfloat(name: str, default: float, *, minimum: float | None = None) -> float:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError as exc:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from exc
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a finite number")
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} is below the minimum {minimum}")
+    return value
 
 
 def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:

@@ -72,3 +72,12 @@ def alice_api(alice) -> Api:
 @pytest.fixture
 def anon_api(db) -> Api:
     return Api(None)
+
+
+@pytest.fixture(autouse=True)
+def _write_gathered_accesses():
+    """Access counters gathered by a test are written when it ends (not by a later test, nor at exit)."""
+    yield
+    from memory.services.access import flush_accesses
+
+    flush_accesses()

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
 from django.db import connection
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from memory.conf import MemorySettings, get_memory_settings
@@ -29,6 +29,7 @@ from memory.retrieval.budget import estimate_tokens, walk_budget
 from memory.retrieval.fts import fts_search
 from memory.retrieval.fusion import rrf
 from memory.retrieval.relevance import query_terms, relevance_score
+from memory.services.access import record_access
 
 logger = logging.getLogger("memory.retrieval")
 
@@ -232,7 +233,7 @@ def retrieve(
         hit.tokens = estimate_tokens(hit.memory.content)
     kept, total = walk_budget(hits, max_tokens, limit=limit, content=lambda h: h.memory.content)
     if touch and kept:
-        _record_access([h.memory.seq for h in kept], now)
+        record_access([h.memory.seq for h in kept], now)
     return RetrievalResult(
         hits=kept,
         resolution=dict(resolution),
@@ -420,31 +421,6 @@ def _chronological_tier(filters, query, limit, resolution, *, filter_irrelevant:
         scored = [h for h in scored if h.score > 0]
         scored.sort(key=lambda h: h.score, reverse=True)
     return scored
-
-
-def _bump_access(seqs: list[int], now) -> None:
-    # A plain UPDATE of two columns: the FTS trigger (AFTER UPDATE OF content, key) stays quiet.
-    Memory.objects.filter(seq__in=seqs).update(access_count=F("access_count") + 1, last_accessed_at=now)
-
-
-def _bump_access_on_pool_thread(seqs: list[int], now) -> None:
-    from django.db import connection as thread_connection
-
-    try:
-        _bump_access(seqs, now)
-    except Exception:
-        logger.exception("access counters of %s memories not updated", len(seqs))
-        thread_connection.close()
-
-
-def _record_access(seqs: list[int], now):
-    """Count an injection. Off the request path when possible: the write takes
-    SQLite's write lock, and the prompt does not need to wait for it. Returns
-    the pool's future, or None when it was done inline."""
-    if _pool_allowed():
-        return _fts_pool().submit(_bump_access_on_pool_thread, seqs, now)
-    _bump_access(seqs, now)
-    return None
 
 
 def retrieve_for_chat(

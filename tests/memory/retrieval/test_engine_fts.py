@@ -1,6 +1,5 @@
 """Retrieval without vectors: the FTS5 and chronological tiers, filters, budget and isolation."""
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -139,23 +138,6 @@ def test_fts_search_starts_from_the_index(alice):
     fts_sql = next(q["sql"] for q in queries.captured_queries if "MATCH" in q["sql"])
     assert "FROM (  SELECT rowid, bm25(memory_fts" in fts_sql
     assert "{owner_id}" in fts_sql
-
-
-def test_access_counts_are_recorded_on_a_pool_thread_when_allowed(alice, monkeypatch):
-    from memory.models import Memory
-    from memory.retrieval import engine
-
-    memory = make_memory(alice, content="I prefer dark mode in my editor")
-    monkeypatch.setattr(engine, "_pool_allowed", lambda: True)
-    calls = []
-    monkeypatch.setattr(engine, "_bump_access_on_pool_thread", lambda seqs, now: calls.append(seqs))
-    retrieve_for_chat(api_key=alice, query="dark mode")
-    engine._fts_pool().submit(lambda: None).result()
-    deadline = time.monotonic() + 5
-    while not calls and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert calls == [[memory.seq]]
-    assert Memory.objects.get(seq=memory.seq).access_count == 0  # not inline
 
 
 def test_the_scope_setting_narrows_chat_retrieval_to_the_session(alice):
