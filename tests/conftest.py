@@ -75,9 +75,12 @@ def anon_api(db) -> Api:
 
 
 @pytest.fixture(autouse=True)
-def _write_gathered_accesses():
-    """Access counters gathered by a test are written when it ends (not by a later test, nor at exit)."""
-    yield
+def _per_test_process_state():
+    """Process-wide state does not leak between tests: the FTS document-frequency cache starts empty, and
+    access counters gathered by a test are written when it ends (not by a later test, nor at exit)."""
+    from memory.retrieval.fts import DOC_FREQUENCIES
     from memory.services.access import flush_accesses
 
+    DOC_FREQUENCIES.clear()
+    yield
     flush_accesses()

@@ -22,7 +22,10 @@ and every deletion (by the ``memory_vec_ad`` trigger, whatever deleted the
 memory) appends ``(owner, seq, NULL)``. A search replays the log entries it
 has not seen (usually none: one indexed query) before scanning, so it sees
 every committed write, in any process. The vec0 KNN remains the path for
-owners too large for the cache budget (``MEMORY_VEC_CACHE_MB``).
+owners too large for the cache budget (``MEMORY_VEC_CACHE_MB``). Matrices of
+``MEMORY_VEC_INT8_SCAN_ROWS`` rows or more also keep int8 codes that pick the
+rows worth scoring in float32, with the same result as a full float32 scan
+(``memory.vectorstores.int8scan``): ~2 ms instead of ~5 at 100k vectors.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from django.utils import timezone
 
 from memory.models import Memory, VectorMeta
 from memory.vectorstores.base import VectorHit, VectorItem, VectorStore
+from memory.vectorstores.int8scan import Int8Codes
 
 logger = logging.getLogger("memory.vectorstores")
 
@@ -101,10 +105,11 @@ class _OwnerMatrix:
         self.pos: dict[int, int] = {}
         self.last_log_id = 0
         self.lock = threading.Lock()
+        self.codes: Int8Codes | None = None  # built when the matrix is large enough (see top_k)
 
     @property
     def nbytes(self) -> int:
-        return self.matrix.nbytes
+        return self.matrix.nbytes + (self.codes.nbytes if self.codes is not None else 0)
 
     def _grow(self, needed: int) -> None:
         capacity = len(self.seqs)
@@ -126,6 +131,8 @@ class _OwnerMatrix:
             self.pos[seq] = row
             self.seqs[row] = seq
         self.matrix[row] = vector
+        if self.codes is not None:
+            self.codes.set(row, self.matrix[row])
 
     def remove(self, seq: int) -> None:
         row = self.pos.pop(seq, None)
@@ -137,20 +144,42 @@ class _OwnerMatrix:
             self.matrix[row] = self.matrix[last]
             self.seqs[row] = moved
             self.pos[moved] = row
+            if self.codes is not None:
+                self.codes.move(last, row)
         self.seqs[last] = -1
         self.size = last
 
     def top_k(self, query: np.ndarray, k: int) -> list[VectorHit]:
         if self.size == 0:
             return []
-        scores = self.matrix[: self.size] @ query
         k = min(k, self.size)
-        if k < self.size:
-            idx = np.argpartition(-scores, k - 1)[:k]
-            idx = idx[np.argsort(-scores[idx])]
+        rows = self._int8_candidates(query, k)
+        if rows is None:
+            rows = np.arange(self.size)
+            scores = self.matrix[: self.size] @ query
         else:
-            idx = np.argsort(-scores)
-        return [VectorHit(seq=int(self.seqs[i]), score=float(scores[i])) for i in idx]
+            scores = self.matrix[rows] @ query
+        if k < len(rows):
+            best = np.argpartition(-scores, k - 1)[:k]
+            best = best[np.argsort(-scores[best])]
+        else:
+            best = np.argsort(-scores)
+        return [VectorHit(seq=int(self.seqs[rows[i]]), score=float(scores[i])) for i in best]
+
+    def _int8_candidates(self, query: np.ndarray, k: int) -> np.ndarray | None:
+        """The rows that can be in the top ``k`` (``memory.vectorstores.int8scan``), for matrices of at
+        least ``MEMORY_VEC_INT8_SCAN_ROWS`` rows; ``None``: scan every row in float32."""
+        threshold = settings.MEMORY_VEC_INT8_SCAN_ROWS
+        if threshold <= 0 or self.size < threshold or k >= self.size:
+            return None
+        try:
+            if self.codes is None:
+                self.codes = Int8Codes.from_matrix(self.matrix[: self.size])
+            return self.codes.candidates(query, self.size, k)
+        except Exception:
+            logger.exception("int8 pre-scan failed; scanning in float32", extra={"rows": self.size})
+            self.codes = None
+            return None
 
 
 class _MatrixCache:
