@@ -7,6 +7,7 @@ A fresh clone runs with none of them set.
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -150,6 +151,7 @@ MEMORY_VEC_QUANTIZATION = envchoice("MEMORY_VEC_QUANTIZATION", "none", ("none", 
 MEMORY_VEC_TOP_K = envint("MEMORY_VEC_TOP_K", 20, minimum=1, maximum=1000)
 MEMORY_VEC_CHUNK_SIZE = envint("MEMORY_VEC_CHUNK_SIZE", 64, minimum=8)
 MEMORY_VEC_CACHE_MB = envint("MEMORY_VEC_CACHE_MB", 1024, minimum=0)
+MEMORY_EMBED_THREADS = envint("MEMORY_EMBED_THREADS", os.cpu_count() or 1, minimum=1)
 MEMORY_VEC_INT8_SCAN_ROWS = envint("MEMORY_VEC_INT8_SCAN_ROWS", 20_000, minimum=0)
 MEMORY_VEC_MIN_SCORE = envfloat("MEMORY_VEC_MIN_SCORE", 0.25)
 MEMORY_PARALLEL_FTS = envbool("MEMORY_PARALLEL_FTS", True)

@@ -89,3 +89,39 @@ def test_a_missing_model_is_a_load_error_without_paths(tmp_path: Path):
         source.embed(["hello"])
     assert caught.value.reason == REASON_MODEL_LOAD_FAILED
     assert str(tmp_path) not in str(caught.value)
+
+
+def test_large_calls_run_their_sub_batches_in_parallel_with_the_same_vectors(minilm_dir: Path):
+    import threading
+
+    texts = [f"memory number {i} " + "word " * (i % 9) for i in range(50)]
+    serial = OnnxMiniLMSource(minilm_dir, batch_size=8, parallel_batches=1)
+    parallel = OnnxMiniLMSource(minilm_dir, batch_size=8, parallel_batches=2)
+    session, _ = parallel._load()
+    threads = []
+
+    class Recording:  # observes which threads run the real session
+        def run(self, *args, **kwargs):
+            threads.append(threading.current_thread().name)
+            return session.run(*args, **kwargs)
+
+    parallel._session = Recording()
+    np.testing.assert_array_equal(parallel.embed(texts), serial.embed(texts))
+    assert len(threads) == 7 and all(name.startswith("onnx-embed") for name in threads)
+    threads.clear()
+    parallel.embed(texts[:5])  # one sub-batch: run inline
+    assert threads == [threading.current_thread().name]
+
+
+def test_a_failing_sub_batch_fails_the_whole_call(minilm_dir: Path):
+    source = OnnxMiniLMSource(minilm_dir, batch_size=2, parallel_batches=2)
+    source._load()
+
+    class FailingSession:  # the ONNX runtime itself failing mid-call (e.g. out of memory)
+        def run(self, *args, **kwargs):
+            raise RuntimeError("onnxruntime failure")
+
+    source._session = FailingSession()
+    with pytest.raises(EmbeddingError) as caught:
+        source.embed(["one", "two", "three", "four", "five"])
+    assert "ONNX inference failed" in caught.value.message
