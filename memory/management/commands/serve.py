@@ -69,7 +69,7 @@ class Command(BaseCommand):
                 port=port,
                 lifespan="on",
                 log_level="info",
-                ws="websockets",
+                ws="websockets-sansio",
             )
         finally:
             if consumer is not None:
