@@ -162,62 +162,27 @@ def qdrant_cleanup() -> dict:
         return {"ok": False, "deletedCount": 0, "retentionDays": days, "error": f"cleanup failed: {exc}"}
 
 
-class PreviewRefused(Exception):
-    """The gateway would refuse this request (the message says why, as the gateway would)."""
-
-
-def injection_preview(*, owner: ApiKey, request_body: dict[str, Any], session_id: str | None) -> dict:
+def injection_preview(*, owner: ApiKey, request_body: Any, session_id: str | None) -> dict:
     """The body the gateway would send upstream for ``request_body`` from ``owner``'s key.
 
-    The steps of ``gateway.chat.prepare_chat`` after authentication, with the
-    gateway's own functions: provider routing, ``last_user_query``,
-    ``retrieve_for_chat``, the provider's injection target, ``inject_memory``.
-    Retrieval runs inside a transaction that is always rolled back, so nothing
-    is stored (not even access counts).
+    The gateway's own validation, routing and injection (``gateway.chat.route_and_inject``), with
+    access counters left alone: nothing is stored. Raises ``gateway.chat.GatewayError`` when the
+    gateway would refuse the request (its message says why).
     """
-    from memory.conf import get_memory_settings
-    from memory.injection import inject_memory, should_inject_memory
+    from gateway.chat import route_and_inject, validate_body
 
-    retrieve_for_chat = _attr("memory.retrieval.engine", "retrieve_for_chat", "Chat retrieval")
-    last_user_query = _attr("memory.injection", "last_user_query", "Injection")
-    from gateway.providers import enabled_providers, select_provider
-
-    model = request_body.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise PreviewRefused("'model' must be a non-empty string")
-    providers = enabled_providers()
-    if not providers:
-        raise PreviewRefused(
-            "No upstream provider is configured: set UPSTREAM_BASE_URL or add one in the admin."
-        )
-    provider = select_provider(model, providers)
-    if provider is None:
-        raise PreviewRefused(f"No upstream provider serves the model {model!r}.")
-    upstream_model = provider.upstream_model(model)
-    target, roles = provider.injection_target(upstream_model)
-    settings = get_memory_settings()
-    enabled = settings.injection_enabled and should_inject_memory(request_body, enabled=True)
-    query = last_user_query(request_body)
-    memories: list = []
-    resolution: dict = {}
-    if enabled:
-        result = retrieve_for_chat(
-            api_key=owner, query=query, session_id=session_id, settings=settings, touch=False
-        )
-        memories = list(result.memories)
-        resolution = dict(result.resolution or {})
-    body = inject_memory(request_body, memories, target, roles=roles) if enabled else dict(request_body)
-    if upstream_model != model:
-        body = {**body, "model": upstream_model}
+    routed = route_and_inject(
+        api_key=owner, body=validate_body(request_body), session_id=session_id, touch=False
+    )
     return {
-        "enabled": enabled,
-        "memoryOn": settings.injection_enabled,
-        "provider": target,
-        "routedTo": provider.name,
-        "query": query,
-        "memories": memories,
-        "resolution": resolution,
-        "request": body,
+        "enabled": routed.injected,
+        "memoryOn": routed.memory_on,
+        "provider": routed.target,
+        "routedTo": routed.provider.name,
+        "query": routed.query,
+        "memories": routed.memories,
+        "resolution": routed.resolution,
+        "request": routed.body,
     }
 
 

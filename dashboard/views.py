@@ -39,6 +39,7 @@ from dashboard.forms import (
 )
 from dashboard.imports import ImportFileError, import_memories
 from dashboard.owners import OwnerScope, owner_scope, write_owner
+from gateway.chat import GatewayError
 from memory import selectors
 from memory.conf import get_memory_settings, update_memory_settings
 from memory.exceptions import Conflict, DomainError, NotFound
@@ -600,8 +601,8 @@ def sandbox_inject(request):
             outcome = engine.injection_preview(
                 owner=owner, request_body=body, session_id=form.cleaned_data["session_id"] or None
             )
-        except (DomainError, engine.NotAvailable, engine.PreviewRefused) as exc:
-            context["injection_error"] = getattr(exc, "message", str(exc))
+        except (DomainError, GatewayError) as exc:
+            context["injection_error"] = exc.message
         else:
             context["injection"] = {
                 **outcome,

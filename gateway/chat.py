@@ -11,7 +11,7 @@ import json
 import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -89,11 +89,16 @@ def authenticate(authorization: str | None) -> ApiKey:
 
 
 def parse_body(raw: bytes) -> dict[str, Any]:
-    """The JSON request, checked for what the gateway relies on (``model``, ``messages``, ``stream``)."""
+    """The JSON request, checked for what the gateway relies on (see :func:`validate_body`)."""
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise GatewayError("The request body is not valid JSON", status=400, code="invalid_json") from None
+    return validate_body(body)
+
+
+def validate_body(body: Any) -> dict[str, Any]:
+    """``body`` if it is an object with what the gateway relies on (``model``, ``messages``, ``stream``)."""
     if not isinstance(body, dict):
         raise GatewayError("The request body must be a JSON object", status=400, code="invalid_json")
     model = body.get("model")
@@ -117,15 +122,36 @@ def _no_memory(headers: Mapping[str, str]) -> bool:
     return (headers.get(NO_MEMORY_HEADER) or "").strip().lower() in NO_MEMORY_VALUES
 
 
-def prepare_chat(*, authorization: str | None, raw_body: bytes, headers: Mapping[str, str]) -> ChatPlan:
-    """Authenticate, validate, choose the provider and inject memory; raise :class:`GatewayError`.
+@dataclass
+class RoutedChat:
+    """A chat request routed to its provider, with the key's memories injected when memory applies."""
 
-    Memory (recall and, later, extraction) applies when the key did not send ``x-omniroute-no-memory``
-    and the settings enable it (``enabled`` and ``maxTokens > 0``). A failure while recalling is logged
-    and the request goes on without memory: memory never fails a chat.
+    provider: UpstreamProvider
+    body: dict[str, Any]  # what goes upstream: memories injected, model renamed for the provider
+    memory_on: bool  # the settings enable memory (``enabled`` and a token budget)
+    injected: bool  # memory applied to this request (it has a conversation to inject into)
+    target: str  # the provider id whose role rules placed the memory message
+    query: str
+    memories: list = field(default_factory=list)
+    resolution: dict = field(default_factory=dict)
+
+
+def route_and_inject(
+    *,
+    api_key: ApiKey,
+    body: dict[str, Any],
+    session_id: str | None,
+    use_memory: bool = True,
+    touch: bool = True,
+) -> RoutedChat:
+    """Choose the provider for ``body["model"]`` and inject ``api_key``'s memories (reference §4.4):
+    the part of a chat request that the gateway and the Studio's injection preview share.
+
+    ``body`` must have passed :func:`validate_body`. Raises :class:`GatewayError` when no enabled
+    provider serves the model. Memory never fails a chat: unreadable settings or a failing recall are
+    logged and the request goes on without memory (``resolution["error"]`` says so).
+    ``touch=False`` leaves access counters alone (previews).
     """
-    api_key = authenticate(authorization)
-    body = original = parse_body(raw_body)
     model = body["model"]
     providers = enabled_providers()
     if not providers:
@@ -144,47 +170,67 @@ def prepare_chat(*, authorization: str | None, raw_body: bytes, headers: Mapping
             param="model",
         )
     upstream_model = provider.upstream_model(model)
-
-    injected = 0
-    extraction = None
-    if not _no_memory(headers):
+    target, roles = provider.injection_target(upstream_model)
+    routed = RoutedChat(
+        provider=provider,
+        body=body,
+        memory_on=False,
+        injected=False,
+        target=target,
+        query=last_user_query(body),
+    )
+    settings = None
+    if use_memory:
         try:
             settings = get_memory_settings()
         except Exception:
             logger.exception("gateway.memory.settings_failed")
-            settings = None
-        if settings is not None and settings.injection_enabled:
-            header_session = (headers.get(SESSION_HEADER) or "").strip() or None
-            if should_inject_memory(body, enabled=True):
-                try:
-                    result = retrieve_for_chat(
-                        api_key=api_key,
-                        query=last_user_query(body),
-                        session_id=header_session,
-                        settings=settings,
-                    )
-                    target, roles = provider.injection_target(upstream_model)
-                    body = inject_memory(body, result.memories, target, roles=roles)
-                    injected = len(result.memories)
-                except Exception:
-                    logger.exception(
-                        "gateway.memory.recall_failed", extra={"api_key": str(api_key.pk), "model": model}
-                    )
-            # Without the header each exchange gets its own session id, as in the reference (§2.5).
-            extraction = ExtractionContext(
-                owner_id=str(api_key.pk),
-                session_id=header_session or str(uuid.uuid4()),
-                # From the request as sent: an injected user-role memory message is not the user's text.
-                user_text=user_text_from_request(original),
+            routed.resolution = {"error": "memory settings could not be read"}
+    routed.memory_on = settings is not None and settings.injection_enabled
+    if routed.memory_on and should_inject_memory(body, enabled=True):
+        try:
+            result = retrieve_for_chat(
+                api_key=api_key, query=routed.query, session_id=session_id, settings=settings, touch=touch
             )
-
+            routed.body = inject_memory(body, result.memories, target, roles=roles)
+            routed.memories, routed.resolution = list(result.memories), dict(result.resolution)
+            routed.injected = True
+        except Exception as exc:
+            logger.exception(
+                "gateway.memory.recall_failed", extra={"api_key": str(api_key.pk), "model": model}
+            )
+            routed.resolution = {"error": f"recall failed: {type(exc).__name__}"}
     if upstream_model != model:
-        body = {**body, "model": upstream_model}
+        routed.body = {**routed.body, "model": upstream_model}
+    return routed
+
+
+def prepare_chat(*, authorization: str | None, raw_body: bytes, headers: Mapping[str, str]) -> ChatPlan:
+    """Authenticate, validate, choose the provider and inject memory; raise :class:`GatewayError`.
+
+    Memory (recall and, later, extraction) applies when the key did not send ``x-omniroute-no-memory``
+    and the settings enable it (``enabled`` and ``maxTokens > 0``); see :func:`route_and_inject`.
+    """
+    api_key = authenticate(authorization)
+    body = parse_body(raw_body)
+    header_session = (headers.get(SESSION_HEADER) or "").strip() or None
+    routed = route_and_inject(
+        api_key=api_key, body=body, session_id=header_session, use_memory=not _no_memory(headers)
+    )
+    extraction = None
+    if routed.memory_on:
+        # Without the header each exchange gets its own session id, as in the reference (§2.5).
+        extraction = ExtractionContext(
+            owner_id=str(api_key.pk),
+            session_id=header_session or str(uuid.uuid4()),
+            # From the request as sent: an injected user-role memory message is not the user's text.
+            user_text=user_text_from_request(body),
+        )
     return ChatPlan(
         api_key=api_key,
-        provider=provider,
-        payload=json.dumps(body, ensure_ascii=False).encode(),
-        stream=body.get("stream") is True,
-        injected=injected,
+        provider=routed.provider,
+        payload=json.dumps(routed.body, ensure_ascii=False).encode(),
+        stream=routed.body.get("stream") is True,
+        injected=len(routed.memories),
         extraction=extraction,
     )

@@ -136,3 +136,16 @@ def test_preview_injection_needs_one_owner(studio, alice, facts, upstream):
     update_memory_settings({"enabled": True})
     html = studio.hx_post(INJECT, {"owner": "all", "request_json": chat("editor?")}).content.decode()
     assert "Choose the API key this belongs to." in html
+
+
+def test_preview_injection_says_when_recall_failed(studio, alice, facts, upstream, monkeypatch):
+    import gateway.chat
+
+    def failing_recall(**kwargs):  # a fault in the retrieval engine, as the gateway would meet it
+        raise RuntimeError("index unavailable")
+
+    monkeypatch.setattr(gateway.chat, "retrieve_for_chat", failing_recall)
+    update_memory_settings({"enabled": True})
+    html = studio.hx_post(INJECT, {"owner": str(alice.pk), "request_json": chat("editor?")}).content.decode()
+    assert "not injected" in html and "Memory was skipped (recall failed: RuntimeError)" in html
+    assert "Memory context" not in html
