@@ -218,7 +218,9 @@ class _MatrixCache:
         horizon = int(cursor.fetchone()[0])
         cursor.execute(f"SELECT rowid, embedding FROM {TABLE} WHERE owner_id = %s", [owner])
         rows = cursor.fetchall()
-        if len(rows) * state.dim * 4 > budget:
+        scan_rows = settings.MEMORY_VEC_INT8_SCAN_ROWS
+        per_row = state.dim * (5 if 0 < scan_rows <= len(rows) else 4)  # float32, plus int8 codes if large
+        if len(rows) * per_row > budget:
             return None
         entry = _OwnerMatrix(state.dim, state.epoch)
         entry._grow(len(rows))
