@@ -80,3 +80,16 @@ def test_middleware_the_api_handler_cannot_run_is_refused(settings, middleware, 
     settings.API_MIDDLEWARE = [middleware]
     with pytest.raises(ImproperlyConfigured, match=message):
         ApiASGIHandler()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_static_files_stream_whole_through_the_site_stack(gateway, recwarn):
+    from pathlib import Path
+
+    from django.conf import settings
+
+    expected = (Path(settings.BASE_DIR) / "static" / "dashboard" / "studio.js").read_bytes()
+    response = httpx.get(f"{gateway}/static/dashboard/studio.js")
+    assert response.status_code == 200
+    assert response.content == expected
+    assert not [w for w in recwarn if "synchronous iterators" in str(w.message)]
