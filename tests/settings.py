@@ -7,6 +7,10 @@ from omniroute.settings import HUEY
 HUEY = {**HUEY, "immediate": True}
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 MEMORY_SETTINGS_CACHE_SECONDS = 0
+# Access counters are written at once, on the caller's connection: nothing is left for a background
+# thread to write after a test (or after the test database is gone). tests/memory/services/test_access.py
+# turns batching on where it tests it.
+MEMORY_ACCESS_FLUSH_SECONDS = 0
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 # A file-backed test database: browser and gateway tests serve the app from
