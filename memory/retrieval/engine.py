@@ -26,7 +26,7 @@ from memory.conf import MemorySettings, get_memory_settings
 from memory.embeddings.base import EmbeddingError
 from memory.models import ApiKey, Memory
 from memory.retrieval.budget import estimate_tokens, walk_budget
-from memory.retrieval.fts import fts_search
+from memory.retrieval.fts import fts_search, read_conditions
 from memory.retrieval.fusion import rrf
 from memory.retrieval.relevance import query_terms, relevance_score
 from memory.services.access import record_access
@@ -83,6 +83,23 @@ class Filters:
             return None
         return [str(o).replace("-", "") for o in self.owner_ids]
 
+    def conditions(self, alias: str) -> tuple[list[str], list]:
+        """SQL conditions and parameters of every filter but the owner (see ``fts.read_conditions``)."""
+        return read_conditions(
+            alias, now=self.now, session_id=self.session_id, created_after=self.created_after
+        )
+
+    def fts_search(self, query: str, limit: int) -> list:
+        """``fts_search`` with these filters."""
+        return fts_search(
+            query=query,
+            owner_ids=self.owner_hex,
+            limit=limit,
+            now=self.now,
+            session_id=self.session_id,
+            created_after=self.created_after,
+        )
+
     def queryset(self):
         qs = Memory.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=self.now))
         if self.owner_ids is not None:
@@ -103,21 +120,13 @@ def _live(filters: Filters, seqs: list[int]) -> set[int]:
     on the hot path the query building cost more than the query)."""
     if not seqs:
         return set()
-    dt = connection.ops.adapt_datetimefield_value
-    sql = (
-        f"SELECT seq FROM memories WHERE seq IN ({_marks(seqs)}) AND (expires_at IS NULL OR expires_at > %s)"
-    )
-    params: list = [*seqs, dt(filters.now)]
+    conditions, params = filters.conditions("m")
     owners = filters.owner_hex
     if owners is not None:
-        sql += f" AND owner_id IN ({_marks(owners)})"
+        conditions.append(f"m.owner_id IN ({_marks(owners)})")
         params += owners
-    if filters.session_id:
-        sql += " AND session_id = %s"
-        params.append(filters.session_id)
-    if filters.created_after is not None:
-        sql += " AND created_at >= %s"
-        params.append(dt(filters.created_after))
+    sql = f"SELECT m.seq FROM memories AS m WHERE m.seq IN ({_marks(seqs)}) AND {' AND '.join(conditions)}"
+    params = [*seqs, *params]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {row[0] for row in cursor.fetchall()}
@@ -359,52 +368,38 @@ class _FtsRequest:
     """
 
     def __init__(self, filters: Filters, query: str, k: int):
-        self.kwargs = dict(
-            query=query,
-            owner_ids=filters.owner_hex,
-            limit=k,
-            now=filters.now,
-            session_id=filters.session_id,
-            created_after=filters.created_after,
-        )
+        self.search = lambda: filters.fts_search(query, k)
         self.future = None
         if _pool_allowed():
-            self.future = _fts_pool().submit(_fts_on_pool_thread, self.kwargs)
+            self.future = _fts_pool().submit(_on_pool_thread, self.search)
 
     def result(self):
         if self.future is None:
-            return fts_search(**self.kwargs)
+            return self.search()
         try:
             return self.future.result()
         except Exception:
             logger.exception("parallel FTS query failed; running it inline")
-            return fts_search(**self.kwargs)
+            return self.search()
 
 
-def _fts_on_pool_thread(kwargs: dict):
+def _on_pool_thread(search):
     from django.db import OperationalError
     from django.db import connection as thread_connection
 
     try:
-        return fts_search(**kwargs)
+        return search()
     except OperationalError:
         # A connection broken since its last use: reopen once.
         thread_connection.close()
-        return fts_search(**kwargs)
+        return search()
 
 
 def _fts_tier(filters, query, limit, resolution) -> list[Hit] | None:
     if not query_terms(query):
         resolution.fallback("no searchable words in the query: chronological order")
         return None
-    fts = fts_search(
-        query=query,
-        owner_ids=filters.owner_hex,
-        limit=limit,
-        now=filters.now,
-        session_id=filters.session_id,
-        created_after=filters.created_after,
-    )
+    fts = filters.fts_search(query, limit)
     if not fts:
         resolution.fallback("FTS5 found no match")
         return []

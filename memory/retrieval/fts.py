@@ -130,6 +130,23 @@ def match_expression(
     return expression
 
 
+def read_conditions(
+    alias: str, *, now: datetime, session_id: str | None = None, created_after: datetime | None = None
+) -> tuple[list[str], list]:
+    """The SQL conditions (on the ``memories`` table as ``alias``) and parameters of the read filters
+    other than the owner: not expired at ``now``, in ``session_id``, created from ``created_after``."""
+    dt = connection.ops.adapt_datetimefield_value
+    conditions = [f"({alias}.expires_at IS NULL OR {alias}.expires_at > %s)"]
+    values: list = [dt(now)]
+    if session_id:
+        conditions.append(f"{alias}.session_id = %s")
+        values.append(session_id)
+    if created_after is not None:
+        conditions.append(f"{alias}.created_at >= %s")
+        values.append(dt(created_after))
+    return conditions, values
+
+
 def fts_search(
     *,
     query: str,
@@ -145,25 +162,16 @@ def fts_search(
     expression = match_expression(query, owner_ids, prune=True)
     if expression is None:
         return []
-    dt = connection.ops.adapt_datetimefield_value
-    filters = ["(m.expires_at IS NULL OR m.expires_at > %s)"]
-    params: list = [expression, candidates or max(limit * 4, 100), dt(now)]
-    if session_id:
-        filters.append("m.session_id = %s")
-        params.append(session_id)
-    if created_after is not None:
-        filters.append("m.created_at >= %s")
-        params.append(dt(created_after))
-    params.append(limit)
+    conditions, values = read_conditions("m", now=now, session_id=session_id, created_after=created_after)
     sql = (
         "SELECT f.rowid, f.rank FROM ("
         f"  SELECT rowid, bm25(memory_fts, {BM25_WEIGHTS}) AS rank FROM memory_fts"
         "   WHERE memory_fts MATCH %s ORDER BY rank LIMIT %s"
         ") AS f JOIN memories AS m ON m.seq = f.rowid "
-        f"WHERE {' AND '.join(filters)} ORDER BY f.rank LIMIT %s"
+        f"WHERE {' AND '.join(conditions)} ORDER BY f.rank LIMIT %s"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, [expression, candidates or max(limit * 4, 100), *values, limit])
         return [FtsHit(seq=int(row[0]), rank=float(row[1])) for row in cursor.fetchall()]
 
 

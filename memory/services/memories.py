@@ -73,8 +73,8 @@ def _after_write(memories: list[Memory]) -> None:
         transaction.on_commit(lambda: mirror_payload(unchanged))
 
 
-def _notify_bulk(*, owners: set) -> None:
-    """One ``memory_changed`` per owner (action "bulk") instead of one per row."""
+def notify_bulk_change(owners) -> None:
+    """After commit, one ``memory_changed`` per owner (action "bulk") instead of one per row."""
 
     def send() -> None:
         for owner_id in owners:
@@ -371,7 +371,7 @@ def memory_bulk_create(items: list[MemoryInput], *, chunk_size: int = 500) -> di
         )
     if inline < len(to_insert) or any(m.needs_reindex for m in to_update):
         schedule_reindex()
-    _notify_bulk(owners={item.owner.pk for _, item in to_insert} | {m.owner_id for m in to_update})
+    notify_bulk_change({item.owner.pk for _, item in to_insert} | {m.owner_id for m in to_update})
     _notify("updated", to_update)
     return {
         "created": len(to_insert),

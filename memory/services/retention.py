@@ -23,7 +23,7 @@ from django.db.models import F, FloatField, Func, QuerySet
 
 from memory.models import ApiKey, Memory
 from memory.selectors import live_memories
-from memory.signals import memory_changed
+from memory.services.memories import notify_bulk_change
 
 logger = logging.getLogger("memory.services")
 
@@ -59,15 +59,7 @@ def delete_rows(rows: Sequence[tuple[int, Any]]) -> int:
         for start in range(0, len(seqs), DELETE_CHUNK):
             count, _ = Memory.objects.filter(seq__in=seqs[start : start + DELETE_CHUNK]).delete()
             deleted += count
-
-        def send() -> None:
-            for owner_id in owners:
-                try:
-                    memory_changed.send(sender=Memory, action="bulk", owner_id=owner_id, memory_id=None)
-                except Exception:
-                    logger.exception("memory_changed receiver failed (bulk delete, owner %s)", owner_id)
-
-        transaction.on_commit(send)
+        notify_bulk_change(owners)
     return deleted
 
 
