@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
-import threading
-import time
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from gateway.models import UpstreamProvider
+from memory.conf import Cached
 
 logger = logging.getLogger("gateway.providers")
 
@@ -39,43 +38,22 @@ def seed_default_provider() -> UpstreamProvider | None:
     return provider
 
 
-class _ProviderCache:
-    """The enabled providers, read once per ``MEMORY_SETTINGS_CACHE_SECONDS`` (every chat request needs
-    them; they change when an operator edits one). A save or delete in this process clears the cache at
-    once and again after commit; other processes see the change within the TTL, as for the memory
-    settings."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.cached: tuple[float, list[UpstreamProvider]] | None = None
-
-    def get(self) -> list[UpstreamProvider]:
-        now = time.monotonic()
-        with self.lock:
-            if self.cached is not None and now - self.cached[0] < settings.MEMORY_SETTINGS_CACHE_SECONDS:
-                return list(self.cached[1])
+def _load_enabled_providers() -> list[UpstreamProvider]:
+    providers = list(UpstreamProvider.objects.filter(enabled=True))
+    if not providers and seed_default_provider() is not None:
         providers = list(UpstreamProvider.objects.filter(enabled=True))
-        if not providers and seed_default_provider() is not None:
-            providers = list(UpstreamProvider.objects.filter(enabled=True))
-        with self.lock:
-            self.cached = (now, providers)
-        return list(providers)
-
-    def invalidate(self, **_signal_kwargs) -> None:
-        with self.lock:
-            self.cached = None
-        if transaction.get_connection().in_atomic_block:
-            transaction.on_commit(self.invalidate)
+    return providers
 
 
-PROVIDERS = _ProviderCache()
+# Every chat request routes; operators rarely edit providers. Saves and deletes clear it (gateway.apps).
+PROVIDERS: Cached[list[UpstreamProvider]] = Cached(_load_enabled_providers)
 
 
 def enabled_providers() -> list[UpstreamProvider]:
     """The enabled providers (default first, then by name), seeding from the environment if none exist.
 
-    Shared, cached instances: read them, do not modify them."""
-    return PROVIDERS.get()
+    Cached (:class:`memory.conf.Cached`); shared instances: read them, do not modify them."""
+    return list(PROVIDERS.get())
 
 
 def select_provider(model: str, providers: list[UpstreamProvider] | None = None) -> UpstreamProvider | None:

@@ -175,19 +175,16 @@ def normalise(raw: dict[str, Any], defaults: MemorySettings | None = None) -> Me
     return MemorySettings(**values)
 
 
-class StoredSettings(Generic[T]):
-    """A typed settings object stored in the ``Setting`` table under ``prefix``.
+class Cached(Generic[T]):
+    """The value ``load()`` returns, reused for ``MEMORY_SETTINGS_CACHE_SECONDS``.
 
-    ``build(raw)`` turns the stored ``{field: value}`` into the settings object
-    (normalising, over the env defaults). Reads are cached for
-    ``MEMORY_SETTINGS_CACHE_SECONDS``; writes in this process invalidate the
-    cache at once and again after commit.
+    For what every request reads and an operator rarely changes (settings, upstream providers).
+    :meth:`invalidate` drops it at once and again after the current transaction commits, so a write
+    in this process is seen by its next read; other processes see it within the TTL.
     """
 
-    def __init__(self, *, prefix: str, fields: tuple[str, ...], build: Callable[[dict[str, Any]], T]):
-        self.prefix = prefix
-        self.fields = fields
-        self.build = build
+    def __init__(self, load: Callable[[], T]):
+        self.load = load
         self._lock = threading.Lock()
         self._cached: tuple[float, T] | None = None
 
@@ -196,17 +193,46 @@ class StoredSettings(Generic[T]):
         with self._lock:
             if self._cached is not None and now - self._cached[0] < settings.MEMORY_SETTINGS_CACHE_SECONDS:
                 return self._cached[1]
+        value = self.load()
+        with self._lock:
+            self._cached = (now, value)
+        return value
+
+    def invalidate(self, **_signal_kwargs) -> None:
+        self._clear()
+        if transaction.get_connection().in_atomic_block:
+            transaction.on_commit(self._clear)
+
+    def _clear(self) -> None:
+        with self._lock:
+            self._cached = None
+
+
+class StoredSettings(Generic[T]):
+    """A typed settings object stored in the ``Setting`` table under ``prefix``.
+
+    ``build(raw)`` turns the stored ``{field: value}`` into the settings object
+    (normalising, over the env defaults). Reads are :class:`Cached`; a write
+    invalidates the cache.
+    """
+
+    def __init__(self, *, prefix: str, fields: tuple[str, ...], build: Callable[[dict[str, Any]], T]):
+        self.prefix = prefix
+        self.fields = fields
+        self.build = build
+        self._cache: Cached[T] = Cached(self._read)
+
+    def _read(self) -> T:
         from memory.models import Setting
 
         rows = Setting.objects.filter(key__startswith=self.prefix)
-        current = self.build({row.key.removeprefix(self.prefix): row.value for row in rows})
-        with self._lock:
-            self._cached = (now, current)
-        return current
+        return self.build({row.key.removeprefix(self.prefix): row.value for row in rows})
+
+    def get(self) -> T:
+        return self._cache.get()
 
     def invalidate(self) -> None:
-        with self._lock:
-            self._cached = None
+        self._cache.invalidate()
 
     def write(self, changes: dict[str, Any]) -> None:
         """Store the given (already validated) fields; explicit ``None`` is kept. Call in a transaction."""
@@ -217,7 +243,6 @@ class StoredSettings(Generic[T]):
             raise ValueError(f"unknown settings under {self.prefix!r}: {sorted(unknown)}")
         for name, value in changes.items():
             Setting.objects.update_or_create(key=self.prefix + name, defaults={"value": value})
-        transaction.on_commit(self.invalidate)
         self.invalidate()
 
 
