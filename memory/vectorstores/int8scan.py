@@ -19,7 +19,7 @@ rescored in float32. The result is the float32 scan's, scores included.
 
 from __future__ import annotations
 
-import threading
+import functools
 
 import numpy as np
 
@@ -27,47 +27,35 @@ BLOCK = 16_384  # rows per block: one MatMulInteger call each; growth never copi
 QUERY_ZERO_POINT = 128  # the query is sent as uint8 (MLAS's fast u8×s8 path), shifted by this
 
 
-class _Kernel:
-    """One tiny onnxruntime session: ``y = a @ b`` with ``a`` uint8 (1, dim) and ``b`` int8 (dim, BLOCK)."""
+@functools.cache
+def _session(dim: int):
+    """One tiny onnxruntime session: ``y = a @ b`` with ``a`` uint8 (1, dim) and ``b`` int8 (dim, rows)."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
 
-    _lock = threading.Lock()
-    _sessions: dict[int, object] = {}
-
-    @classmethod
-    def session(cls, dim: int):
-        with cls._lock:
-            session = cls._sessions.get(dim)
-            if session is None:
-                import onnxruntime as ort
-                from onnx import TensorProto, helper
-
-                graph = helper.make_graph(
-                    [helper.make_node("MatMulInteger", ["a", "b"], ["y"])],
-                    "int8_scores",
-                    [
-                        helper.make_tensor_value_info("a", TensorProto.UINT8, [1, dim]),
-                        helper.make_tensor_value_info("b", TensorProto.INT8, [dim, "rows"]),
-                    ],
-                    [helper.make_tensor_value_info("y", TensorProto.INT32, [1, "rows"])],
-                )
-                model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-                model.ir_version = 8
-                options = ort.SessionOptions()
-                # One thread: in a hybrid query the FTS half runs on the other core meanwhile.
-                options.intra_op_num_threads = 1
-                options.inter_op_num_threads = 1
-                session = ort.InferenceSession(
-                    model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-                )
-                cls._sessions[dim] = session
-            return session
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["a", "b"], ["y"])],
+        "int8_scores",
+        [
+            helper.make_tensor_value_info("a", TensorProto.UINT8, [1, dim]),
+            helper.make_tensor_value_info("b", TensorProto.INT8, [dim, "rows"]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, "rows"])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    options = ort.SessionOptions()
+    # One thread: in a hybrid query the FTS half runs on the other core meanwhile.
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def quantize(vector: np.ndarray) -> tuple[np.ndarray, float]:
-    """``(codes, step)``: int8 codes in [-127, 127] with ``vector ≈ codes * step``."""
-    peak = float(np.abs(vector).max()) if vector.size else 0.0
-    step = max(peak, 1e-30) / 127.0
-    return np.rint(vector / step).astype(np.int8), step
+def quantize_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, steps)``: per row, int8 codes in [-127, 127] with ``row ≈ codes * step``."""
+    peaks = np.abs(rows).max(axis=1) if rows.size else np.zeros(len(rows), dtype=np.float32)
+    steps = (np.maximum(peaks, 1e-30) / 127.0).astype(np.float32)
+    return np.rint(rows / steps[:, None]).astype(np.int8), steps
 
 
 class Int8Codes:
@@ -90,13 +78,11 @@ class Int8Codes:
         rows, dim = matrix.shape
         codes = cls(dim)
         codes._reserve(rows)
-        peaks = np.abs(matrix).max(axis=1) if rows else np.zeros(0, dtype=np.float32)
-        steps = np.maximum(peaks, 1e-30) / 127.0
         for start in range(0, rows, BLOCK):
-            part = np.rint(matrix[start : start + BLOCK] / steps[start : start + BLOCK, None]).astype(np.int8)
+            part, steps = quantize_rows(matrix[start : start + BLOCK])
             codes.blocks[start // BLOCK][:, : len(part)] = part.T
             codes.sums[start : start + len(part)] = part.sum(axis=1, dtype=np.int32)
-        codes.steps[:rows] = steps
+            codes.steps[start : start + len(part)] = steps
         codes.l1[:rows] = np.abs(matrix).sum(axis=1)
         return codes
 
@@ -113,9 +99,9 @@ class Int8Codes:
 
     def set(self, row: int, vector: np.ndarray) -> None:
         self._reserve(row + 1)
-        codes, step = quantize(vector)
-        self.blocks[row // BLOCK][:, row % BLOCK] = codes
-        self.steps[row] = step
+        codes, steps = quantize_rows(vector[None, :])
+        self.blocks[row // BLOCK][:, row % BLOCK] = codes[0]
+        self.steps[row] = steps[0]
         self.l1[row] = float(np.abs(vector).sum())
         self.sums[row] = int(codes.sum(dtype=np.int32))
 
@@ -129,9 +115,10 @@ class Int8Codes:
         """Indices (among the first ``size`` rows) that hold the float32 top ``k`` for ``query``."""
         if k >= size:
             return np.arange(size)
-        codes, step_q = quantize(query)
-        shifted = (codes.astype(np.int16) + QUERY_ZERO_POINT).astype(np.uint8)[None, :]
-        session = _Kernel.session(self.dim)
+        codes, steps_q = quantize_rows(query[None, :])
+        step_q = float(steps_q[0])
+        shifted = (codes.astype(np.int16) + QUERY_ZERO_POINT).astype(np.uint8)
+        session = _session(self.dim)
         used = -(-size // BLOCK)
         raw = np.concatenate([session.run(None, {"a": shifted, "b": b})[0][0] for b in self.blocks[:used]])
         raw = raw[:size]

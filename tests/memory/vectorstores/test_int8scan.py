@@ -104,7 +104,7 @@ def test_a_failing_pre_scan_is_logged_and_the_float_scan_answers(settings, monke
     def broken(dim):
         raise RuntimeError("no kernel")
 
-    monkeypatch.setattr(int8scan._Kernel, "session", broken)
+    monkeypatch.setattr(int8scan, "_session", broken)
     hits = entry.top_k(vectors[42], 3)
     assert hits[0].seq == 42 and len(hits) == 3
     assert "int8 pre-scan failed" in caplog.text
