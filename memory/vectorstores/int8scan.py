@@ -1,35 +1,60 @@
 """Exact top-k over a large owner matrix that reads a quarter of the bytes.
 
 A float32 scan of an owner's vectors is memory-bound: 100k vectors of 256
-dimensions are 100 MB read per query (~5 ms here). :class:`Int8Codes` keeps,
-beside the float32 matrix, a copy of every row as int8 codes with the row's
-own scale, laid out column-wise in fixed-size blocks so that onnxruntime's
+dimensions are 100 MB read per query. :class:`Int8Codes` keeps, beside the
+float32 matrix, a copy of every row as int8 codes with the row's own scale,
+laid out column-wise in fixed-size blocks so that onnxruntime's
 ``MatMulInteger`` (MLAS's u8×s8 kernels) scores all rows in one pass per block.
 
+Exact on every CPU. Without VNNI (AVX2, AVX-512 without VNNI), MLAS adds each
+pair of u8·s8 products into a *saturating* int16 (``vpmaddubsw``), so
+``255·127 + 255·127`` comes back as 32767. Operands are therefore kept inside
+that range by construction: row codes lie in [-127, 127] and query codes in
+[-63, 63], sent as uint8 in [1, 127] (shifted by ``QUERY_ZERO_POINT``), so no
+pair exceeds ``2·127·127 = 32258``. Any kernel that is exact for such
+operands gives the same integers on every CPU; :func:`kernel_check` proves it
+for the machine at hand at first use, against numpy's int32 arithmetic on
+adversarial operands, and the scan falls back to float32 (with a warning and
+an engine-status flag) where it does not hold.
+
 The int8 scores only choose which rows to rescore: each approximate score
-``ŝᵢ`` comes with a bound ``εᵢ`` on its rounding error,
+``ŝᵢ`` comes with a bound ``Eᵢ`` on its distance to the float32 score,
 
-    |q·xᵢ − ŝᵢ| ≤ ½·(‖q̂‖₁·stepᵢ + step_q·‖xᵢ‖₁)
+    quantisation:  |q·xᵢ − ŝᵢ| ≤ ½·(‖q̂‖₁·stepᵢ + step_q·‖xᵢ‖₁)
+    float32 dot:   |fl(q·xᵢ) − q·xᵢ| ≤ γ_d·‖q‖∞·‖xᵢ‖₁,   γ_d = d·u / (1 − d·u), u = 2⁻²⁴
 
-(``step`` is a quantisation step; rounding moves each component by at most
-half of one). With ``θ`` the k-th largest lower bound ``ŝᵢ − εᵢ``, every row
-of the true top k has ``ŝᵢ + εᵢ ≥ θ``; those rows (a few hundred at 100k) are
-rescored in float32. The result is the float32 scan's, scores included.
+(``step`` is a quantisation step: rounding moves each component by at most
+half of one; the second line holds for any summation order, so for whatever
+BLAS computes the full scan). With ``θ`` the k-th largest lower bound
+``ŝᵢ − Eᵢ``, every row of the float32 top k has ``ŝᵢ + Eᵢ ≥ θ``; those rows
+(about a thousand at 100k) are rescored in float32. The result is the float32
+scan's, scores included.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
+import threading
+from dataclasses import dataclass
 
 import numpy as np
 
+logger = logging.getLogger("memory.vectorstores")
+
 BLOCK = 16_384  # rows per block: one MatMulInteger call each; growth never copies
-QUERY_ZERO_POINT = 128  # the query is sent as uint8 (MLAS's fast u8×s8 path), shifted by this
+CODE_MAX = 127  # row codes lie in [-CODE_MAX, CODE_MAX]
+QUERY_LEVELS = 63  # query codes lie in [-QUERY_LEVELS, QUERY_LEVELS] ...
+QUERY_ZERO_POINT = 64  # ... and are sent as uint8 shifted by this: [1, 127]
+QUERY_MAX = QUERY_ZERO_POINT + QUERY_LEVELS  # the largest uint8 the kernel ever receives
+# So the widest pair sum a saturating kernel forms is 2·127·127 = 32258 ≤ 32767 (tested).
+_U = 2.0**-24  # float32 unit roundoff
+_MARGIN = 2.0**-20  # relative slack for the float32 rounding of the bound's own arithmetic
 
 
 @functools.cache
 def _session(dim: int):
-    """One tiny onnxruntime session: ``y = a @ b`` with ``a`` uint8 (1, dim) and ``b`` int8 (dim, rows)."""
+    """One tiny onnxruntime session: ``y = a @ b`` with ``a`` uint8 (m, dim) and ``b`` int8 (dim, rows)."""
     import onnxruntime as ort
     from onnx import TensorProto, helper
 
@@ -37,10 +62,10 @@ def _session(dim: int):
         [helper.make_node("MatMulInteger", ["a", "b"], ["y"])],
         "int8_scores",
         [
-            helper.make_tensor_value_info("a", TensorProto.UINT8, [1, dim]),
+            helper.make_tensor_value_info("a", TensorProto.UINT8, ["m", dim]),
             helper.make_tensor_value_info("b", TensorProto.INT8, [dim, "rows"]),
         ],
-        [helper.make_tensor_value_info("y", TensorProto.INT32, [1, "rows"])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, ["m", "rows"])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
@@ -51,11 +76,114 @@ def _session(dim: int):
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def quantize_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, steps)``: per row, int8 codes in [-127, 127] with ``row ≈ codes * step``."""
+def matmul_integer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The kernel: ``a @ b`` in int32 for ``a`` uint8 (m, dim) and ``b`` int8 (dim, rows), by onnxruntime."""
+    return _session(a.shape[1]).run(None, {"a": a, "b": b})[0]
+
+
+# ---------------------------------------------------------------- the kernel's self-check
+
+
+@dataclass(frozen=True)
+class KernelCheck:
+    """Whether the kernel computed exact integers on this machine for ``dim``-dimensional operands."""
+
+    dim: int
+    exact: bool
+    detail: str
+
+
+def adversarial_operands(dim: int, query_max: int = QUERY_MAX) -> tuple[np.ndarray, np.ndarray]:
+    """Queries (uint8, up to ``query_max``) and row codes (int8, ±``CODE_MAX``) that push every
+    partial sum to its extreme: all-max codes, alternating signs, every dimension in use, and random
+    codes; 67 columns so that the kernel's tail (not a multiple of its tile) is exercised too."""
+    rng = np.random.default_rng(dim)
+    top = np.full(dim, query_max, dtype=np.int64)
+    alternating_q = np.where(np.arange(dim) % 2 == 0, query_max, 1)
+    queries = np.stack(
+        [top, alternating_q, np.ones(dim, dtype=np.int64), rng.integers(1, query_max + 1, dim)]
+    ).astype(np.uint8)
+    signs = np.where(np.arange(dim) % 2 == 0, 1, -1)
+    pairs = np.where((np.arange(dim) // 2) % 2 == 0, 1, -1)
+    columns = [
+        np.full(dim, CODE_MAX),
+        np.full(dim, -CODE_MAX),
+        CODE_MAX * signs,
+        CODE_MAX * pairs,
+        np.where(np.arange(dim) % 2 == 0, CODE_MAX, 0),
+    ]
+    columns += list(rng.integers(-CODE_MAX, CODE_MAX + 1, (67 - len(columns), dim)))
+    return queries, np.stack(columns, axis=1).astype(np.int8)
+
+
+def self_check(dim: int, *, kernel=None, query_max: int = QUERY_MAX) -> KernelCheck:
+    """Compare ``kernel`` (default: :func:`matmul_integer`) with numpy's int32 products on
+    :func:`adversarial_operands`."""
+    kernel = kernel or matmul_integer
+    queries, codes = adversarial_operands(dim, query_max)
+    expected = queries.astype(np.int32) @ codes.astype(np.int32)
+    got = np.asarray(kernel(queries, codes))
+    if got.shape != expected.shape:
+        return KernelCheck(dim, False, f"kernel answered shape {got.shape}, expected {expected.shape}")
+    wrong = int(np.count_nonzero(got != expected))
+    if wrong:
+        at = tuple(int(i) for i in np.argwhere(got != expected)[0])
+        return KernelCheck(
+            dim,
+            False,
+            f"{wrong} of {expected.size} integer products wrong (e.g. {int(got[at])} instead of "
+            f"{int(expected[at])}); the int8 pre-scan is off, vectors are scanned in float32",
+        )
+    return KernelCheck(dim, True, f"exact on {expected.size} adversarial products")
+
+
+_checks: dict[int, KernelCheck] = {}
+_checks_lock = threading.Lock()
+
+
+def kernel_check(dim: int) -> KernelCheck:
+    """The self-check for ``dim``, run once per process and dimension; a failure is logged once."""
+    with _checks_lock:
+        check = _checks.get(dim)
+        if check is not None:
+            return check
+        try:
+            check = self_check(dim)
+        except Exception as exc:  # no onnxruntime, or it cannot build the session here
+            check = KernelCheck(dim, False, f"int8 kernel unavailable: {type(exc).__name__}: {exc}")
+        if not check.exact:
+            logger.warning("int8 pre-scan disabled for %s-d vectors: %s", dim, check.detail)
+        _checks[dim] = check
+        return check
+
+
+def kernel_checks() -> dict[int, KernelCheck]:
+    """The self-checks run so far in this process, by dimension."""
+    with _checks_lock:
+        return dict(_checks)
+
+
+def reset_kernel_checks() -> None:
+    with _checks_lock:
+        _checks.clear()
+
+
+# ---------------------------------------------------------------- quantisation
+
+
+def quantize_rows(rows: np.ndarray, levels: int = CODE_MAX) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, steps)``: per row, int8 codes in [-levels, levels] with ``row ≈ codes * step``."""
     peaks = np.abs(rows).max(axis=1) if rows.size else np.zeros(len(rows), dtype=np.float32)
-    steps = (np.maximum(peaks, 1e-30) / 127.0).astype(np.float32)
+    steps = (np.maximum(peaks, 1e-30) / levels).astype(np.float32)
     return np.rint(rows / steps[:, None]).astype(np.int8), steps
+
+
+def quantize_query(query: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(sent, codes, step)``: the query's codes in [-63, 63] and, as the kernel receives them,
+    shifted into uint8 [1, 127] (shape (1, dim))."""
+    codes, steps = quantize_rows(query[None, :], QUERY_LEVELS)
+    sent = (codes.astype(np.int16) + QUERY_ZERO_POINT).astype(np.uint8)
+    return sent, codes[0], float(steps[0])
 
 
 class Int8Codes:
@@ -111,25 +239,32 @@ class Int8Codes:
         for array in (self.steps, self.l1, self.sums):
             array[target] = array[source]
 
+    def int_scores(self, sent: np.ndarray, size: int) -> np.ndarray:
+        """``codes_q · codes_i`` in int32 for the first ``size`` rows (the kernel, shift undone)."""
+        used = -(-size // BLOCK)
+        raw = np.concatenate([matmul_integer(sent, block)[0] for block in self.blocks[:used]])[:size]
+        raw -= QUERY_ZERO_POINT * self.sums[:size]
+        return raw
+
     def candidates(self, query: np.ndarray, size: int, k: int) -> np.ndarray:
         """Indices (among the first ``size`` rows) that hold the float32 top ``k`` for ``query``."""
         if k >= size:
             return np.arange(size)
-        codes, steps_q = quantize_rows(query[None, :])
-        step_q = float(steps_q[0])
-        shifted = (codes.astype(np.int16) + QUERY_ZERO_POINT).astype(np.uint8)
-        session = _session(self.dim)
-        used = -(-size // BLOCK)
-        raw = np.concatenate([session.run(None, {"a": shifted, "b": b})[0][0] for b in self.blocks[:used]])
-        raw = raw[:size]
-        raw -= QUERY_ZERO_POINT * self.sums[:size]
+        sent, codes, step_q = quantize_query(query)
         steps = self.steps[:size]
-        approx = raw.astype(np.float32)
+        l1 = self.l1[:size]
+        approx = self.int_scores(sent, size).astype(np.float32)
         approx *= steps
         approx *= np.float32(step_q)
+        # Quantisation error (module docstring), then the float32 dot product's own rounding.
         error = steps * np.float32(0.5 * float(np.abs(codes).sum(dtype=np.int64)) * step_q)
-        error += self.l1[:size] * np.float32(0.5 * step_q)
-        error += np.float32(1e-6)  # float32 rounding of the products above
+        error += l1 * np.float32(0.5 * step_q)
+        gamma = self.dim * _U / (1 - self.dim * _U)
+        error += l1 * np.float32(gamma * float(np.abs(query).max()))
+        # Slack for the float32 rounding of the lines above.
+        error *= np.float32(1 + _MARGIN)
+        error += np.abs(approx) * np.float32(_MARGIN)
+        error += np.float32(1e-30)
         lower = approx - error
         theta = np.partition(lower, size - k)[size - k]
         approx += error

@@ -25,7 +25,8 @@ every committed write, in any process. The vec0 KNN remains the path for
 owners too large for the cache budget (``MEMORY_VEC_CACHE_MB``). Matrices of
 ``MEMORY_VEC_INT8_SCAN_ROWS`` rows or more also keep int8 codes that pick the
 rows worth scoring in float32, with the same result as a full float32 scan
-(``memory.vectorstores.int8scan``): ~2 ms instead of ~5 at 100k vectors.
+(``memory.vectorstores.int8scan``), on any CPU whose int8 kernel passes the
+self-check at first use; elsewhere every row is scanned in float32.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.models import Memory, VectorMeta
+from memory.vectorstores import int8scan
 from memory.vectorstores.base import VectorHit, VectorItem, VectorStore
 from memory.vectorstores.int8scan import Int8Codes
 
@@ -171,6 +173,9 @@ class _OwnerMatrix:
         least ``MEMORY_VEC_INT8_SCAN_ROWS`` rows; ``None``: scan every row in float32."""
         threshold = settings.MEMORY_VEC_INT8_SCAN_ROWS
         if threshold <= 0 or self.size < threshold or k >= self.size:
+            return None
+        if not int8scan.kernel_check(self.dim).exact:  # logged once; engine-status shows it
+            self.codes = None
             return None
         try:
             if self.codes is None:
