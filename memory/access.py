@@ -18,8 +18,9 @@ from memory.models import SCOPE_RANK, ApiKey, TokenScope
 class Principal:
     """An authenticated caller.
 
-    ``owner_ids`` is ``None`` for a global caller, else the only owners it may
-    read or write. ``scope`` is ``read``, ``write`` or ``admin`` (cumulative).
+    ``owner_ids`` is ``None`` for a global caller (an admin token bound to no
+    API key, staff, the system), else the only owners it may read or write.
+    ``scope`` is ``read``, ``write`` or ``admin`` (cumulative).
     """
 
     scope: str

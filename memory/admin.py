@@ -1,3 +1,4 @@
+from django import forms
 from django.contrib import admin, messages
 
 from memory.models import ApiKey, ManagementToken, Memory, Setting, VectorMeta
@@ -18,8 +19,26 @@ class ApiKeyAdmin(admin.ModelAdmin):
         messages.warning(request, f"API key created. Copy the secret now, it is not shown again: {secret}")
 
 
+class ManagementTokenForm(forms.ModelForm):
+    """Only an admin token may be bound to no API key (global)."""
+
+    class Meta:
+        model = ManagementToken
+        fields = ("name", "scope", "owners", "revoked_at")
+
+    def clean(self):
+        cleaned = super().clean()
+        scope, owners = cleaned.get("scope"), cleaned.get("owners")
+        if scope and owners is not None:
+            problem = ManagementToken.reach_problem(scope, bound=owners.exists())
+            if problem:
+                self.add_error("owners", f"{problem}. Choose at least one, or make it an admin token.")
+        return cleaned
+
+
 @admin.register(ManagementToken)
 class ManagementTokenAdmin(admin.ModelAdmin):
+    form = ManagementTokenForm
     list_display = ("name", "scope", "prefix", "created_at", "revoked_at", "last_used_at")
     list_filter = ("scope",)
     search_fields = ("name", "prefix")
@@ -30,7 +49,9 @@ class ManagementTokenAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if change:
             return super().save_model(request, obj, form, change)
-        token, secret = ManagementToken.issue(name=obj.name, scope=obj.scope)
+        token, secret = ManagementToken.issue(
+            name=obj.name, scope=obj.scope, owners=form.cleaned_data["owners"]
+        )
         obj.pk = token.pk
         obj._state.adding = False
         messages.warning(request, f"Token created. Copy the secret now, it is not shown again: {secret}")

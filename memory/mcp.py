@@ -9,9 +9,12 @@ Three tools, with the reference's argument schemas and these fixes:
   (B12), reports what was really deleted, and has ``dryRun``.
 
 Every call is authenticated by a management token (read scope for search,
-write for add and clear) and limited to the owners the token reaches. A call
-without ``apiKeyId`` uses the token's only owner, and is refused with a clear
-error when the token reaches several (or all) owners.
+write for add and clear) and limited to the owners the token reaches; a read
+or write token bound to no API key is refused (only admin tokens are global).
+A call without ``apiKeyId`` uses the token's only owner, and is refused with a
+clear error when the token reaches several (or all) owners. ``limit`` and
+``maxTokens`` are bounded in the tool schemas (1..100, 1..8000): the SDK
+answers anything else with a tool error naming the argument.
 
 Two transports:
 
@@ -397,7 +400,8 @@ def build_server(authenticate: Authenticator) -> MCPServer:
 
 
 def principal_for_secret(secret: str) -> Principal:
-    """The principal of a management token secret (raises DRF's ``AuthenticationFailed``)."""
+    """The principal of a management token secret (raises DRF's ``AuthenticationFailed`` or, for a
+    read/write token bound to no API key, ``PermissionDenied``)."""
     from memory.api.auth import principal_for_token
 
     return principal_for_token(secret)[1]
@@ -503,6 +507,8 @@ class McpHttpApp:
             return await sync_to_async(principal_for_secret, thread_sensitive=True)(secret.strip())
         except drf_exceptions.AuthenticationFailed as exc:
             return _json(401, str(exc.detail), {"WWW-Authenticate": 'Bearer realm="omniroute"'})
+        except drf_exceptions.PermissionDenied as exc:  # a read/write token bound to no API key
+            return _json(403, str(exc.detail))
 
     async def _manager(self):
         loop = asyncio.get_running_loop()

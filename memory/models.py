@@ -17,6 +17,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from memory.exceptions import ValidationFailed
+
 
 class MemoryType(models.TextChoices):
     FACTUAL = "factual"
@@ -98,9 +100,12 @@ SCOPE_RANK = {TokenScope.READ: 1, TokenScope.WRITE: 2, TokenScope.ADMIN: 3}
 class ManagementToken(models.Model):
     """A bearer token for ``/api/*`` and the MCP tools.
 
-    ``scope`` is cumulative (write ⊃ read, admin ⊃ write). A token with no
-    ``owners`` is global; a token bound to owners never reaches any other
-    owner's memories, on any route.
+    ``scope`` is cumulative (write ⊃ read, admin ⊃ write). A token bound to
+    owners never reaches any other owner's memories, on any route. A token with
+    no ``owners`` is global (every owner), which only ``admin`` tokens may be
+    (SPEC §1): :meth:`issue` refuses an unbound read or write token, and one
+    left unbound (made before that rule, or whose keys were all deleted) is
+    refused at request time, never widened to every owner.
     """
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -126,9 +131,22 @@ class ManagementToken(models.Model):
     def has_scope(self, needed: str) -> bool:
         return SCOPE_RANK[TokenScope(self.scope)] >= SCOPE_RANK[TokenScope(needed)]
 
+    @staticmethod
+    def reach_problem(scope: str, *, bound: bool) -> str | None:
+        """Why a ``scope`` token bound (or not) to API keys may not be used; ``None`` when it may."""
+        if bound or scope == TokenScope.ADMIN:
+            return None
+        return f"A {scope} token must be bound to at least one API key: only admin tokens may reach every API key"
+
     @classmethod
     def issue(cls, *, name: str, scope: str = TokenScope.READ, owners=()) -> tuple[ManagementToken, str]:
-        """Create a token and return it with its secret, which is not stored."""
+        """Create a token and return it with its secret, which is not stored.
+
+        Raises ``ValidationFailed`` (field ``owners``) for a read or write token without owners."""
+        owners = list(owners)
+        problem = cls.reach_problem(scope, bound=bool(owners))
+        if problem:
+            raise ValidationFailed(problem, field="owners")
         secret = "omt_" + secrets.token_urlsafe(32)
         token = cls.objects.create(name=name, scope=scope, prefix=secret[:10], token_hash=hash_secret(secret))
         if owners:

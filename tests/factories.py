@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import secrets
 from datetime import timedelta
 
 import numpy as np
 from django.utils import timezone
 
-from memory.models import ApiKey, Memory
+from memory.models import ApiKey, ManagementToken, Memory, hash_secret
 from memory.services.memories import MemoryInput, memory_create
 
 
@@ -46,3 +47,15 @@ def fts_match(query: str) -> set[int]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT rowid FROM memory_fts WHERE memory_fts MATCH %s", [query])
         return {row[0] for row in cursor.fetchall()}
+
+
+def unbound_token(scope: str) -> str:
+    """The secret of a ``scope`` token bound to no API key, written straight to the table.
+
+    ``ManagementToken.issue`` refuses to make one unless ``scope`` is admin; this stands for rows made
+    before that rule, or whose API keys were deleted since."""
+    secret = "omt_" + secrets.token_urlsafe(32)
+    ManagementToken.objects.create(
+        name=f"legacy-{scope}", scope=scope, prefix=secret[:10], token_hash=hash_secret(secret)
+    )
+    return secret

@@ -40,7 +40,13 @@ def bearer_secret(request) -> str | None:
 
 
 def principal_for_token(secret: str) -> tuple[ManagementToken, Principal]:
-    """Resolve a management token secret; raise ``AuthenticationFailed`` if unusable."""
+    """Resolve a management token secret.
+
+    Raises ``AuthenticationFailed`` (401) for an unknown or revoked token, and
+    ``PermissionDenied`` (403) for a read or write token bound to no API key:
+    only admin tokens are global, so such a token is refused rather than
+    widened to every owner (it was made before that rule, or its keys were deleted).
+    """
     try:
         token = ManagementToken.objects.get(token_hash=hash_secret(secret))
     except ManagementToken.DoesNotExist:
@@ -48,6 +54,12 @@ def principal_for_token(secret: str) -> tuple[ManagementToken, Principal]:
     if not token.is_active:
         raise exceptions.AuthenticationFailed("This management token has been revoked")
     owners = frozenset(token.owners.values_list("pk", flat=True))
+    if ManagementToken.reach_problem(token.scope, bound=bool(owners)):
+        raise exceptions.PermissionDenied(
+            f"This {token.scope} token is bound to no API key (none were given, or they were deleted), and "
+            "only admin tokens may reach every API key. Bind it to API keys in the admin, or use a token "
+            "created with --owner."
+        )
     now = timezone.now()
     if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
         ManagementToken.objects.filter(pk=token.pk).update(last_used_at=now)

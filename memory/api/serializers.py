@@ -6,6 +6,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from memory import conf
+from memory.bounds import MAX_POSITION
 from memory.models import MemoryType
 
 
@@ -69,7 +70,18 @@ class StrictBooleanField(serializers.BooleanField):
         return data
 
 
-class StrictIntegerField(serializers.IntegerField):
+class BoundedIntegerField(serializers.IntegerField):
+    """An integer that is never open-ended: without a ``max_value`` of its own it stops at
+    ``MAX_POSITION`` (SQLite's 64-bit integers would otherwise overflow in the query, a 500)."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_value", MAX_POSITION)
+        super().__init__(**kwargs)
+
+
+class StrictIntegerField(BoundedIntegerField):
+    """A JSON integer: strings, booleans and fractions are refused rather than coerced."""
+
     def to_internal_value(self, data):
         if isinstance(data, bool) or (isinstance(data, float) and not data.is_integer()):
             raise serializers.ValidationError("Must be an integer.")
@@ -132,9 +144,9 @@ class BulkSerializer(StrictSerializer):
 
 
 class MemoryListQuerySerializer(serializers.Serializer):
-    page = serializers.IntegerField(required=False, min_value=1, default=1)
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
-    offset = serializers.IntegerField(required=False, min_value=0, allow_null=True, default=None)
+    page = BoundedIntegerField(required=False, min_value=1, default=1)
+    limit = BoundedIntegerField(required=False, min_value=1, max_value=200, default=50)
+    offset = BoundedIntegerField(required=False, min_value=0, allow_null=True, default=None)
     q = serializers.CharField(required=False, allow_blank=True, max_length=1000)
     apiKeyId = serializers.CharField(required=False, allow_blank=True, max_length=64)
     type = serializers.ChoiceField(choices=MemoryType.choices, required=False, allow_blank=True)

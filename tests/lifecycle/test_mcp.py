@@ -22,7 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from memory.conf import update_memory_settings
 from memory.mcp import ADD_TOOL, CLEAR_TOOL, SEARCH_TOOL, TOOL_NAMES
 from memory.models import ApiKey, ManagementToken, Memory, MemoryType
-from tests.factories import make_memory
+from tests.factories import make_memory, unbound_token
 from tests.lifecycle.conftest import BASE_DIR
 
 ALL_TYPES = ["factual", "episodic", "procedural", "semantic", "short_term", "long_term", "entity"]
@@ -203,6 +203,15 @@ def test_http_rejects_requests_without_a_valid_token(mcp_url):
     assert response.headers["www-authenticate"].startswith("Bearer")
 
 
+def test_http_refuses_a_read_token_bound_to_no_api_key(mcp_url):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    response = httpx2.post(mcp_url, json=body, headers={"Authorization": f"Bearer {unbound_token('read')}"})
+    assert response.status_code == 403
+    error = response.json()["error"]
+    assert error["type"] == "permission_error"
+    assert error["message"].startswith("This read token is bound to no API key")
+
+
 def test_http_checks_the_host_header(mcp_url, transactional_db):
     secret = token("read", ApiKey.issue(name="alice")[0])
     response = httpx2.post(
@@ -295,8 +304,10 @@ def test_stdio_refuses_to_start_without_a_valid_token(monkeypatch):
         call_command("mcp_server")
     with pytest.raises(CommandError, match="Invalid management token"):
         call_command("mcp_server", "--token", "omt_wrong")
-    token_model = ManagementToken.issue(name="old", scope="read")
+    token_model = ManagementToken.issue(name="old", scope="read", owners=[ApiKey.issue(name="alice")[0]])
     ManagementToken.objects.filter(pk=token_model[0].pk).update(revoked_at=timezone.now())
     monkeypatch.setenv("OMNIROUTE_TOKEN", token_model[1])
     with pytest.raises(CommandError, match="revoked"):
         call_command("mcp_server")
+    with pytest.raises(CommandError, match="This read token is bound to no API key"):
+        call_command("mcp_server", "--token", unbound_token("read"))

@@ -77,8 +77,8 @@ def test_budget_tokens_with_older_than_days_does_both(alice):
     [
         (["--older-than-days", "0"], "must be between 1 and 365"),
         (["--older-than-days", "366"], "must be between 1 and 365"),
-        (["--older-than-days", "soon"], "must be a whole number of days"),
-        (["--budget-tokens", "-1"], "must be 0 or more"),
+        (["--older-than-days", "soon"], "must be between 1 and 365"),
+        (["--budget-tokens", "-1"], r"must be between 0 and 1000000000 \(a whole number\)"),
         (["--api-key", "nope"], "is not an API key id"),
         (["--api-key", "00000000-0000-0000-0000-0000000000ff"], "no such API key"),
         (["--api-key", "00000000-0000-0000-0000-000000000001"], "no such API key"),  # the health probe

@@ -38,6 +38,33 @@ def test_an_unknown_owner_is_a_clear_error():
         run("create_management_token", "--name", "x", "--owner", "nope")
 
 
+@pytest.mark.parametrize("scope", [None, "read", "write"])
+def test_create_management_token_refuses_a_read_or_write_token_without_an_owner(scope):
+    args = ("--scope", scope) if scope else ()
+    with pytest.raises(CommandError, match=r"bound to at least one API key: only admin .* Pass --owner"):
+        run("create_management_token", "--name", "ci", *args)
+    assert not ManagementToken.objects.exists()
+    lines = run("create_management_token", "--name", "root", "--scope", "admin")
+    assert not ManagementToken.objects.get(pk=lines[0].removeprefix("id=")).owners.exists()
+
+
+def test_integer_options_are_bounded_with_the_option_named(alice):
+    problems = []
+    cases = (("reindex_memories", "--batch", ()), ("summarize_memories", "--budget-tokens", ("--dry-run",)))
+    for command, option, extra in cases:
+        for value in (str(2**63), str(10**30), "-1", "abc", "1e309"):
+            try:
+                run(command, option, value, *extra)
+            except CommandError as exc:
+                if f"argument {option}: must be between" not in str(exc):
+                    problems.append(f"{command} {option} {value}: {exc}")
+            except Exception as exc:
+                problems.append(f"{command} {option} {value}: crashed with {type(exc).__name__}: {exc}")
+            else:
+                problems.append(f"{command} {option} {value}: accepted")
+    assert problems == []
+
+
 def test_bootstrap_creates_an_admin_once(settings, tmp_path):
     settings.DATA_DIR = tmp_path
     first = run("bootstrap")

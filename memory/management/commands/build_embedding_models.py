@@ -5,6 +5,7 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from memory.bounds import MAX_THREADS, int_option
 from memory.embeddings import runtime
 
 
@@ -17,7 +18,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--fast", action="store_true", help="also build the int8 per-channel variant")
         parser.add_argument("--skip-static", action="store_true", help="build only the ONNX model")
-        parser.add_argument("--threads", type=int, default=2, help="threads for the static distillation")
+        parser.add_argument(
+            "--threads",
+            type=int_option(1, MAX_THREADS),
+            default=2,
+            help=f"threads for the static distillation (1..{MAX_THREADS}, default 2)",
+        )
 
     def handle(self, *args, fast, skip_static, threads, **options):
         from memory.embeddings.build import (

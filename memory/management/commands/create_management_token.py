@@ -7,8 +7,8 @@ from memory.models import ApiKey, ManagementToken, TokenScope
 
 class Command(BaseCommand):
     help = (
-        "Create a management token for /api/*. Without --owner it is global. "
-        "Prints id=<id>, then the secret alone."
+        "Create a management token for /api/* and MCP, bound to the API keys given with --owner. Only an "
+        "admin token may go without --owner (it is then global). Prints id=<id>, then the secret alone."
     )
 
     def add_arguments(self, parser):
@@ -25,6 +25,9 @@ class Command(BaseCommand):
                 owners.append(ApiKey.objects.get(pk=uuid.UUID(raw)))
             except (ValueError, ApiKey.DoesNotExist):
                 raise CommandError(f"--owner {raw!r} is not an existing API key id") from None
+        problem = ManagementToken.reach_problem(scope, bound=bool(owners))
+        if problem:
+            raise CommandError(f"{problem}. Pass --owner <apiKeyId> (repeatable), or --scope admin.")
         token, secret = ManagementToken.issue(name=name.strip(), scope=scope, owners=owners)
         self.stdout.write(f"id={token.pk}")
         self.stderr.write("The secret is shown once; store it now.")

@@ -5,8 +5,9 @@
 
 Prefer the environment variable: a ``--token`` argument is visible to other
 users in the process list. The token is checked at start (a clear error and
-a non-zero exit when it is missing, unknown or revoked) and again on every
-tool call. stdout carries the MCP protocol only; logs go to stderr.
+a non-zero exit when it is missing, unknown, revoked, or a read/write token
+bound to no API key) and again on every tool call. stdout carries the MCP
+protocol only; logs go to stderr.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 
 import anyio
 from django.core.management.base import BaseCommand, CommandError
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 
 from memory.mcp import build_stdio_server, principal_for_secret
 
@@ -34,7 +35,7 @@ class Command(BaseCommand):
             raise CommandError(f"no management token: pass --token or set {TOKEN_ENV}")
         try:
             principal = principal_for_secret(secret)
-        except AuthenticationFailed as exc:
+        except (AuthenticationFailed, PermissionDenied) as exc:
             raise CommandError(str(exc.detail)) from None
         reach = "all API keys" if principal.is_global else f"{len(principal.owner_ids)} API key(s)"
         self.stderr.write(f"omniroute-memory MCP server on stdio ({principal.scope} scope, {reach})")

@@ -4,6 +4,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory.bounds import MAX_POSITION, int_option
 from memory.models import Memory
 from memory.services.indexing import reindex_all, vector_context
 
@@ -15,11 +16,14 @@ class Command(BaseCommand):
         parser.add_argument(
             "--force", action="store_true", help="re-embed every memory, not only pending ones"
         )
-        parser.add_argument("--batch", type=int, default=256, help="memories per batch (default 256)")
+        parser.add_argument(
+            "--batch",
+            type=int_option(1, MAX_POSITION),
+            default=256,
+            help=f"memories per batch (1..{MAX_POSITION}, default 256)",
+        )
 
     def handle(self, *args, force, batch, **options):
-        if batch < 1:
-            raise CommandError("--batch must be at least 1")
         ctx = vector_context()
         if not ctx.usable:
             raise CommandError(f"no vector tier: {ctx.reason}")

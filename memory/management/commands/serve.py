@@ -11,7 +11,9 @@ layer crosses processes, and separate ``run_huey`` consumers work as well
 import logging
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
+
+from memory.bounds import MAX_THREADS, int_option
 
 logger = logging.getLogger("memory.serve")
 
@@ -42,15 +44,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
-        parser.add_argument("--port", type=int, default=8000)
-        parser.add_argument("--workers", type=int, default=2, help="background-task worker threads")
+        parser.add_argument("--port", type=int_option(1, 65535), default=8000)
+        parser.add_argument(
+            "--workers",
+            type=int_option(1, MAX_THREADS),
+            default=2,
+            help=f"background-task worker threads (1..{MAX_THREADS}, default 2)",
+        )
         parser.add_argument("--no-worker", action="store_true", help="leave the task queue to run_huey")
 
     def handle(self, *args, host, port, workers, no_worker, **options):
         import uvicorn
 
-        if not 0 < port < 65536:
-            raise CommandError("--port must be between 1 and 65535")
         consumer = None
         if not no_worker:
             if settings.HUEY.get("immediate"):

@@ -12,36 +12,16 @@ key is summarised in one write transaction, and the second run finds nothing.
 
 from __future__ import annotations
 
-import argparse
 import uuid
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory.bounds import MAX_POSITION, int_option
 from memory.models import ApiKey
 from memory.services.health import PROBE_OWNER_ID
 from memory.services.summarization import summarizable_owners, summarize_older_than, summarize_to_budget
 
 DEFAULT_DAYS = 30
-
-
-def _days(value: str) -> int:
-    try:
-        days = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number of days, got {value!r}") from None
-    if not 1 <= days <= 365:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 365, got {days}")
-    return days
-
-
-def _tokens(value: str) -> int:
-    try:
-        tokens = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number of tokens, got {value!r}") from None
-    if tokens < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {tokens}")
-    return tokens
 
 
 class Command(BaseCommand):
@@ -50,7 +30,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument(
             "--older-than-days",
-            type=_days,
+            type=int_option(1, 365),
             default=None,
             metavar="N",
             help=f"replace memories older than N days (1..365, default {DEFAULT_DAYS}) by one summary per key",
@@ -61,10 +41,13 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--budget-tokens",
-            type=_tokens,
+            type=int_option(0, MAX_POSITION),
             default=None,
             metavar="N",
-            help="condense each key's memories beyond its newest N tokens to their first three sentences",
+            help=(
+                f"condense each key's memories beyond its newest N tokens (0..{MAX_POSITION}) "
+                "to their first three sentences"
+            ),
         )
 
     def handle(self, *args, older_than_days, api_key, dry_run, budget_tokens, **options):
