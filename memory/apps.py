@@ -6,5 +6,5 @@ class MemoryConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self) -> None:
-        from memory import checks, signals  # noqa: F401  (registers checks and receivers)
+        from memory import checks, receivers, signals  # noqa: F401  (registers checks and receivers)
         from memory.api import schema  # noqa: F401  (OpenAPI auth extensions)

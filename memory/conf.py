@@ -18,6 +18,8 @@ from typing import Any, Generic, TypeVar
 from django.conf import settings
 from django.db import transaction
 
+from memory.signals import memory_settings_changed
+
 T = TypeVar("T")
 
 STRATEGIES = ("recent", "semantic", "hybrid")
@@ -263,6 +265,9 @@ def update_memory_settings(changes: dict[str, Any]) -> MemorySettings:
     """Store the given (already validated) fields and return the new settings.
 
     Only the keys present in ``changes`` are written; explicit ``None`` is kept.
+    ``memory_settings_changed`` is sent after commit.
     """
     STORE.write(changes)
-    return get_memory_settings()
+    current = get_memory_settings()
+    transaction.on_commit(lambda: memory_settings_changed.send(sender=MemorySettings, settings=current))
+    return current

@@ -35,12 +35,14 @@ def _dimensions(ctx, meta: VectorMeta) -> int | None:
 
 def engine_status() -> dict:
     from memory.embeddings.runtime import cache_stats
-    from memory.services.indexing import pending_count, vector_context
+    from memory.services.indexing import index_signature, pending_count, vector_context
 
     settings = get_memory_settings()
     ctx = vector_context(settings)
     meta = VectorMeta.load()
-    pending = pending_count()
+    index = index_signature(ctx)
+    memories = Memory.objects.count()
+    pending = memories if index.stale else pending_count()
     embedding = {
         "source": ctx.resolution.source,
         "model": ctx.resolution.model,
@@ -56,9 +58,14 @@ def engine_status() -> dict:
         "backend": ctx.store_name,
         "available": ctx.store is not None,
         "rowCount": 0,
+        # All memories while the index is stale: none of its vectors can be searched.
         "needsReindex": pending,
         "activeDim": meta.active_dim,
+        # What the vector table holds, and what the live source makes (dimension
+        # ``null`` while a remote source has not answered yet).
         "signature": meta.embedding_signature,
+        "expectedSignature": index.expected,
+        "stale": index.stale,
         "reason": None,
     }
     if ctx.store is not None:
@@ -72,13 +79,18 @@ def engine_status() -> dict:
         from memory.vectorstores.registry import active_store
 
         vector_store["reason"] = active_store(settings).reason
+    if index.stale:
+        vector_store["reason"] = (
+            f"vector index holds {index.held}, the embedding source makes {index.expected}: "
+            "keyword search only until the reindex rebuilds it"
+        )
     return {
         "keyword": _fts_status(),
         "embedding": embedding,
         "vectorStore": vector_store,
         "qdrant": _qdrant_status(),
         "rerank": _rerank_status(settings),
-        "memories": Memory.objects.count(),
+        "memories": memories,
     }
 
 

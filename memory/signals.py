@@ -11,3 +11,8 @@ memory_changed = Signal()
 # Sent by the reindex service after each batch: ``done`` and ``total`` (ints),
 # ``finished`` (bool). The Studio relays it to open Engine tabs.
 reindex_progress = Signal()
+
+# Sent after commit by ``memory.conf.update_memory_settings`` with the new
+# ``settings`` (a ``MemorySettings``). ``memory.receivers`` reschedules the
+# reindex when the embedding signature no longer matches the vector index.
+memory_settings_changed = Signal()

@@ -59,8 +59,9 @@ def admin_api(db) -> Api:
 
 
 @pytest.fixture
-def read_api(db) -> Api:
-    return Api(_token("read"))
+def read_api(alice) -> Api:
+    """A read token bound to alice only (only admin tokens may be bound to no API key)."""
+    return Api(_token("read", owners=[alice]))
 
 
 @pytest.fixture
@@ -76,11 +77,14 @@ def anon_api(db) -> Api:
 
 @pytest.fixture(autouse=True)
 def _per_test_process_state():
-    """Process-wide state does not leak between tests: the FTS document-frequency cache starts empty, and
-    access counters gathered by a test are written when it ends (not by a later test, nor at exit)."""
+    """Process-wide state does not leak between tests: the FTS document-frequency cache starts empty, a
+    read that meets a stale vector index asks for its repair again, and access counters gathered by a
+    test are written when it ends (not by a later test, nor at exit)."""
     from memory.retrieval.fts import DOC_FREQUENCIES
     from memory.services.access import flush_accesses
+    from memory.services.indexing import forget_repair_requests
 
     DOC_FREQUENCIES.clear()
+    forget_repair_requests()
     yield
     flush_accesses()

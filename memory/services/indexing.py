@@ -3,11 +3,19 @@
 A memory's vector is missing or stale while ``needs_reindex`` is true. The
 flag is cleared only for the exact content that was embedded, so an edit
 racing with a reindex leaves the memory queued rather than wrongly indexed.
+
+The whole index is stale when sqlite-vec holds vectors of another embedding
+signature than the live source makes (a settings change, an ``auto`` source
+that now resolves to another model, a new quantisation): searches then fall
+back to FTS, every memory counts as pending, and the reindex, scheduled by
+the settings write or by the first read that meets it, rebuilds the table.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -80,6 +88,41 @@ def embed_texts(ctx: VectorContext, texts: list[str]):
     return vectors
 
 
+@dataclass(frozen=True)
+class IndexSignature:
+    """The embedding signature sqlite-vec holds against the one the live source makes.
+
+    ``held``: what ``memory_vec`` was built for (None: never built, or no
+    sqlite-vec). ``expected``: the live source's signature as the store
+    records it (None: no source); its dimension is ``null`` while a remote
+    source has not answered yet. ``stale``: the held vectors belong to
+    another source, model, dimension or element type.
+    """
+
+    held: str | None
+    expected: str | None
+    stale: bool
+
+
+def index_signature(ctx: VectorContext) -> IndexSignature:
+    store, source = ctx.write_store, ctx.source
+    held = store.signature() if store is not None else None
+    if source is None:
+        return IndexSignature(held, None, False)
+    if store is None:
+        return IndexSignature(None, source.signature, False)
+    expected = store.full_signature(source.signature)
+    if held is None or held == expected:
+        return IndexSignature(held, expected, False)
+    if source.dim is not None:
+        return IndexSignature(held, expected, True)
+    # A remote source learns its dimension from its first answer: any dimension
+    # recorded for the same source, model and element type is its own.
+    head, tail = f"{source.name}:{source.model}:", expected[len(source.signature) :]
+    same = held.startswith(head) and held.endswith(tail) and held[len(head) : len(held) - len(tail)].isdigit()
+    return IndexSignature(held, expected, not same)
+
+
 class Pending(NamedTuple):
     """What indexing needs of a memory (cheaper than a model instance in bulk)."""
 
@@ -92,16 +135,44 @@ class IndexMismatch(Exception):
     """The vector index was built for another embedding signature (a reindex is pending)."""
 
 
+# A read that meets a stale index asks for the repair at most this often per
+# process and signature pair, so a busy gateway does not flood the task queue.
+REPAIR_REQUEST_SECONDS = 60.0
+_repair_lock = threading.Lock()
+_repair_requested: dict[tuple[str, str], float] = {}
+
+
 def query_vector(ctx: VectorContext, text: str):
     """Embed a query. Reads never rebuild the index: when the stored vectors come
     from another model, searching them would be meaningless, so this raises
-    ``IndexMismatch`` and retrieval falls back to FTS until a reindex runs."""
+    ``IndexMismatch`` (retrieval falls back to FTS) and schedules the reindex
+    that rebuilds the index, in case nothing else did (an ``auto`` source that
+    resolves to a newly built model, a changed environment default)."""
     vector = ctx.source.embed([text])[0]
     store = ctx.store or ctx.write_store
     live = store.signature()
-    if live is not None and live != store.full_signature(ctx.source.signature):
-        raise IndexMismatch(f"vector index holds {live}, queries embed with {ctx.source.signature}")
+    expected = store.full_signature(ctx.source.signature)
+    if live is not None and live != expected:
+        _request_repair(live, expected)
+        raise IndexMismatch(f"vector index holds {live}, queries embed with {expected}")
     return vector
+
+
+def _request_repair(held: str, expected: str) -> None:
+    now = time.monotonic()
+    with _repair_lock:
+        last = _repair_requested.get((held, expected))
+        if last is not None and now - last < REPAIR_REQUEST_SECONDS:
+            return
+        _repair_requested[(held, expected)] = now
+    logger.warning("vector index holds %s, the embedding source makes %s: reindex scheduled", held, expected)
+    schedule_reindex()
+
+
+def forget_repair_requests() -> None:
+    """Let the next read that meets a stale index ask for a repair again (tests)."""
+    with _repair_lock:
+        _repair_requested.clear()
 
 
 def index_memories(memories: Sequence[Memory], ctx: VectorContext) -> int:
@@ -216,7 +287,8 @@ def lazy_index(owner_ids, ctx: VectorContext, *, limit: int) -> int:
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, limit])
         seqs = [row[0] for row in cursor.fetchall()]
-    if not seqs:
+    if not seqs or index_signature(ctx).stale:
+        # A stale index is rebuilt by the reindex, never on a read.
         return 0
     pending = list(Memory.objects.filter(seq__in=seqs).only("seq", "owner_id", "content"))
     try:
@@ -228,6 +300,44 @@ def lazy_index(owner_ids, ctx: VectorContext, *, limit: int) -> int:
 
 def pending_count() -> int:
     return Memory.objects.filter(needs_reindex=True).count()
+
+
+def reindex_needed(ctx: VectorContext) -> int:
+    """How many memories lack a usable vector: all of them while the index is stale."""
+    return Memory.objects.count() if index_signature(ctx).stale else pending_count()
+
+
+def rebuild_stale_index(ctx: VectorContext) -> bool:
+    """Rebuild sqlite-vec for the live source when it holds another signature
+    (every memory is then pending); returns whether it did.
+
+    Raises ``EmbeddingError`` when a remote source, whose dimension only an
+    answer tells, cannot be reached.
+    """
+    if ctx.write_store is None or not index_signature(ctx).stale:
+        return False
+    if ctx.source.dim is None:
+        getattr(ctx.source, "inner", ctx.source).embed(["dimension probe"])
+    return ctx.write_store.ensure(signature=ctx.source.signature, dim=int(ctx.source.dim))
+
+
+def reindex_if_stale() -> bool:
+    """When the index holds another signature than the live source makes (the
+    settings just changed), mark every memory pending and schedule the reindex
+    that rebuilds the table; returns whether it did."""
+    ctx = vector_context()
+    index = index_signature(ctx)
+    if not index.stale:
+        return False
+    queued = Memory.objects.update(needs_reindex=True)
+    logger.info(
+        "embedding signature now %s, vector index holds %s: %s memories queued for reindex",
+        index.expected,
+        index.held,
+        queued,
+    )
+    schedule_reindex()
+    return True
 
 
 def reindex_batch(ctx: VectorContext, *, limit: int = 100) -> dict:
@@ -252,15 +362,25 @@ def reindex_batch(ctx: VectorContext, *, limit: int = 100) -> dict:
 def reindex_all(*, progress: Callable[[int, int], None] | None = None, batch: int = 1024) -> dict:
     """Drain the queue in batches, reporting ``(done, total)`` after each.
 
-    Stops early when a batch makes no progress (the source is failing), so a
-    broken embedding endpoint does not loop forever.
+    A stale index (another embedding signature) is rebuilt first, so every
+    memory is re-embedded. Stops early when a batch makes no progress (the
+    source is failing), so a broken embedding endpoint does not loop forever.
     """
     ctx = vector_context()
-    total = pending_count()
     if not ctx.usable:
+        total = reindex_needed(ctx)
         logger.warning("reindex: nothing done, %s", ctx.reason)
         _progress(progress, 0, total, finished=True)
         return {"processed": 0, "errors": 0, "pending": total, "reason": ctx.reason}
+    try:
+        rebuild_stale_index(ctx)
+    except EmbeddingError as exc:
+        total = reindex_needed(ctx)
+        logger.warning("reindex: the stale vector index was not rebuilt: %s", exc)
+        _progress(progress, 0, total, finished=True)
+        reason = f"embedding failed: {exc.message}"
+        return {"processed": 0, "errors": total, "pending": total, "reason": reason}
+    total = pending_count()
     done = errors = 0
     _progress(progress, 0, total, finished=total == 0)
     while True:
@@ -302,9 +422,9 @@ def _progress(callback, done: int, total: int, *, finished: bool) -> None:
 
 
 def reindex_start(*, force: bool = False) -> int:
-    """Queue a full reindex in the background; ``force`` re-embeds everything.
-    Returns the number of memories pending."""
-    if force:
+    """Queue a full reindex in the background; ``force``, or a stale index,
+    re-embeds everything. Returns the number of memories pending."""
+    if force or index_signature(vector_context()).stale:
         Memory.objects.update(needs_reindex=True)
     pending = pending_count()
     schedule_reindex()

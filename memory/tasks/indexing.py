@@ -19,7 +19,7 @@ def index_memories_task(seqs: list[int]) -> int:
 
 @db_task(retries=1, retry_delay=5)
 def reindex_task() -> dict:
-    logger.info("reindex start: %s pending", indexing.pending_count())
+    logger.info("reindex start: %s pending", indexing.reindex_needed(indexing.vector_context()))
     result = indexing.reindex_all()
     logger.info("reindex end: %s", result)
     return result

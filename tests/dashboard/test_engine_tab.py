@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 
 from memory.conf import get_memory_settings, update_memory_settings
+from memory.embeddings import runtime
+from memory.services.indexing import reindex_all
 from tests.factories import make_memory
 
 URL = "/dashboard/memory"
@@ -43,6 +46,52 @@ def test_the_status_panel_warns_about_memories_waiting_for_vectors(studio, alice
     make_memory(alice, "two")
     partial = studio.hx_get(URL, {"tab": "engine"}, target="engine-status").content.decode()
     assert "2 memories need reindexing" in partial and 'data-pending="2"' in partial
+
+
+models_built = pytest.mark.skipif(
+    not (runtime.static_built() and runtime.minilm_built()),
+    reason="run `manage.py build_embedding_models` (make test does)",
+)
+
+
+@pytest.fixture
+def stale_index(alice):
+    """Two memories with static vectors, then the source switched to transformers (its after-commit
+    reindex never runs here): the index is stale."""
+    update_memory_settings({"embeddingSource": "static"})
+    make_memory(alice, "my dog is a golden retriever")
+    make_memory(alice, "the quarterly revenue report")
+    reindex_all()
+    update_memory_settings({"embeddingSource": "transformers"})
+    yield
+    runtime.reset()
+
+
+def vector_store_row(partial: str) -> str:
+    return next(row for row in partial.split('<li class="status-row">') if "Vector store" in row)
+
+
+@models_built
+def test_the_status_panel_shows_a_stale_index_with_both_signatures(studio, stale_index):
+    partial = studio.hx_get(URL, {"tab": "engine"}, target="engine-status").content.decode()
+    row = vector_store_row(partial)
+    assert '<span class="dot dot-warn"></span>' in row
+    assert "sqlite-vec · stale index: holds static:minilm-static-256:256, should hold transformers:" in row
+    assert "Keyword search only until the reindex rebuilds it." in row
+    assert "2 memories need reindexing" in row and 'data-pending="2"' in partial
+
+
+@models_built
+def test_reindex_now_without_force_rebuilds_a_stale_index(
+    studio, alice, stale_index, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        html = studio.hx_post("/dashboard/memory/reindex", {"owner": str(alice.pk)}).content.decode()
+    assert "Reindexing started (2 pending)" in html
+    partial = studio.hx_get(URL, {"tab": "engine"}, target="engine-status").content.decode()
+    row = vector_store_row(partial)
+    assert '<span class="dot dot-ok"></span>' in row and "sqlite-vec · 2 vectors" in row
+    assert "stale" not in partial and 'data-pending="0"' in partial
 
 
 def test_reindex_now_starts_a_reindex_and_reports_the_pending_count(studio, alice, monkeypatch):
