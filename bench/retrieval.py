@@ -32,6 +32,41 @@ def _same_top10_as_numpy(store, owner_hex: str, matrix: np.ndarray, qvecs) -> in
     return same
 
 
+def _same_as_float_scan(store, owner_hex: str, qvecs) -> int:
+    """How many queries get the same top 10 (rows and scores) from the store with and without the int8
+    pre-scan (``MEMORY_VEC_INT8_SCAN_ROWS`` = 0 scans every row in float32)."""
+    from django.conf import settings
+
+    threshold = settings.MEMORY_VEC_INT8_SCAN_ROWS
+    same = 0
+    for vector in qvecs:
+        try:
+            settings.MEMORY_VEC_INT8_SCAN_ROWS = 0
+            expected = store.search(owner_ids=[owner_hex], vector=vector, k=10)
+        finally:
+            settings.MEMORY_VEC_INT8_SCAN_ROWS = threshold
+        got = store.search(owner_ids=[owner_hex], vector=vector, k=10)
+        tie = expected[-1].score + 1e-6  # rows tied with the 10th may be any of the tied ones
+        same += bool(
+            np.allclose([h.score for h in got], [h.score for h in expected], atol=1e-6)
+            and {h.seq for h in got if h.score > tie} == {h.seq for h in expected if h.score > tie}
+        )
+    return same
+
+
+def _int8_scan(n: int, dim: int) -> str:
+    """Whether the int8 pre-scan ran for this owner, and why not."""
+    from django.conf import settings
+
+    from memory.vectorstores import int8scan
+
+    threshold = settings.MEMORY_VEC_INT8_SCAN_ROWS
+    if threshold <= 0 or n < threshold:
+        return f"off (below MEMORY_VEC_INT8_SCAN_ROWS={threshold})"
+    check = int8scan.kernel_check(dim)
+    return f"on, kernel {check.detail}" if check.exact else f"OFF: {check.detail}"
+
+
 def _load_owner(n: int, seed: int):
     from memory.models import ApiKey
     from memory.services.indexing import reindex_all
@@ -92,6 +127,8 @@ def run() -> dict:
 
         numpy_lat = summary([t for v in qvecs for t in time_ms(lambda v=v, m=matrix: _scan(m, v), 1)])
         same = _same_top10_as_numpy(ctx.store, owner.pk.hex, matrix, qvecs)
+        same_float = _same_as_float_scan(ctx.store, owner.pk.hex, qvecs)
+        int8 = _int8_scan(n, matrix.shape[1])
         embed_lat = summary([t for q in qs for t in time_ms(lambda q=q: ctx.source.embed([q + " x"]), 1)])
         target = 5.0 if n == 10_000 else 2 * numpy_lat["p50"] + 2
         results[n] = {
@@ -100,6 +137,8 @@ def run() -> dict:
             "numpy_scan": numpy_lat,
             "query_embedding": embed_lat,
             "vector_top10_same_as_numpy": same,
+            "vector_top10_same_as_float_scan": same_float,
+            "int8_prescan": int8,
             "target_p50_ms": round(target, 2),
         }
         print(
@@ -107,5 +146,9 @@ def run() -> dict:
             f"p95 {lat['hybrid']['p95']} ms | semantic p50 {lat['semantic']['p50']} | FTS-only p50 {lat['fts']['p50']} "
             f"| numpy scan p50 {numpy_lat['p50']} ms p95 {numpy_lat['p95']} | query embedding p50 {embed_lat['p50']} ms "
             f"| target hybrid p50 ≤ {target:.2f} ms | vector top-10 scores equal to numpy's for {same}/{len(qvecs)} queries"
+        )
+        print(
+            f"{'':>7}  int8 pre-scan {int8} | top-10 rows and scores equal to the store's float32 scan "
+            f"for {same_float}/{len(qvecs)} queries"
         )
     return results

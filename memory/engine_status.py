@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings as django_settings
 from django.db import connection
 
 from memory.conf import get_memory_settings
 from memory.models import Memory, VectorMeta
+from memory.vectorstores import int8scan
 
 logger = logging.getLogger("memory.engine")
 
@@ -84,6 +86,10 @@ def engine_status() -> dict:
             f"vector index holds {index.held}, the embedding source makes {index.expected}: "
             "keyword search only until the reindex rebuilds it"
         )
+    # The int8 pre-scan of large owners' matrices, and whether this CPU's kernel passed its self-check.
+    vector_store["int8Scan"] = int8scan.scan_status(
+        meta.active_dim, django_settings.MEMORY_VEC_INT8_SCAN_ROWS
+    )
     return {
         "keyword": _fts_status(),
         "embedding": embedding,

@@ -78,13 +78,17 @@ def anon_api(db) -> Api:
 @pytest.fixture(autouse=True)
 def _per_test_process_state():
     """Process-wide state does not leak between tests: the FTS document-frequency cache starts empty, a
-    read that meets a stale vector index asks for its repair again, and access counters gathered by a
-    test are written when it ends (not by a later test, nor at exit)."""
+    read that meets a stale vector index asks for its repair again, the int8 kernel is checked anew (a
+    test may give it a wrong kernel), and access counters gathered by a test are written when it ends
+    (not by a later test, nor at exit)."""
     from memory.retrieval.fts import DOC_FREQUENCIES
     from memory.services.access import flush_accesses
     from memory.services.indexing import forget_repair_requests
+    from memory.vectorstores.int8scan import reset_kernel_checks
 
     DOC_FREQUENCIES.clear()
     forget_repair_requests()
+    reset_kernel_checks()
     yield
     flush_accesses()
+    reset_kernel_checks()

@@ -163,6 +163,18 @@ def kernel_checks() -> dict[int, KernelCheck]:
         return dict(_checks)
 
 
+def scan_status(dim: int | None, min_rows: int) -> dict:
+    """engine-status's ``vectorStore.int8Scan``: whether owners of ``min_rows`` vectors or more are
+    pre-scanned, and whether the kernel passed its self-check for ``dim`` in this process."""
+    status = {"minRows": min_rows, "dim": dim, "exact": None, "active": False}
+    if min_rows <= 0:
+        return {**status, "reason": "MEMORY_VEC_INT8_SCAN_ROWS is 0: every row is scanned in float32"}
+    if not dim:
+        return {**status, "reason": "no vector index yet"}
+    check = kernel_check(dim)
+    return {**status, "exact": check.exact, "active": check.exact, "reason": check.detail}
+
+
 def reset_kernel_checks() -> None:
     with _checks_lock:
         _checks.clear()

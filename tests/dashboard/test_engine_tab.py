@@ -175,3 +175,43 @@ def test_the_engine_tab_stays_within_a_query_budget(studio, alice, django_assert
         make_memory(alice, f"fact {i}")
     with django_assert_max_num_queries(25):
         assert studio.get(URL, {"tab": "engine"}).status_code == 200
+
+
+@pytest.fixture
+def static_vectors(alice):
+    """A vector index built by the static source (256-d)."""
+    update_memory_settings({"embeddingSource": "static"})
+    runtime.reset()
+    make_memory(alice, "I write my notes in Obsidian")
+    reindex_all()
+
+
+@models_built
+def test_engine_status_says_the_int8_kernel_passed_its_self_check(studio, admin_api, static_vectors):
+    scan = admin_api.get("/api/memory/engine-status").json()["vectorStore"]["int8Scan"]
+    assert scan["dim"] == 256 and scan["exact"] is True and scan["active"] is True
+    assert scan["minRows"] == 20_000 and "exact on" in scan["reason"]
+    partial = studio.hx_get(URL, {"tab": "engine"}, target="engine-status").content.decode()
+    assert "Int8 pre-scan" in partial and "Exact kernel, owners of 20,000+ vectors" in partial
+
+
+@models_built
+def test_an_inexact_int8_kernel_is_flagged_in_engine_status_and_the_panel(
+    studio, admin_api, static_vectors, monkeypatch
+):
+    """On a CPU whose kernel gets the integers wrong, the pre-scan is off and the operator sees why."""
+    from memory.vectorstores import int8scan
+
+    monkeypatch.setattr(int8scan, "matmul_integer", lambda a, b: a.astype("int32") @ b.astype("int32") - 1)
+    scan = admin_api.get("/api/memory/engine-status").json()["vectorStore"]["int8Scan"]
+    assert scan["exact"] is False and scan["active"] is False
+    assert "integer products wrong" in scan["reason"]
+    partial = studio.hx_get(URL, {"tab": "engine"}, target="engine-status").content.decode()
+    assert "failed its self-check; vectors are scanned in float32" in partial
+    assert "integer products wrong" in partial
+
+
+def test_engine_status_says_when_the_int8_pre_scan_is_switched_off(admin_api, settings):
+    settings.MEMORY_VEC_INT8_SCAN_ROWS = 0
+    scan = admin_api.get("/api/memory/engine-status").json()["vectorStore"]["int8Scan"]
+    assert scan["active"] is False and scan["exact"] is None and "is 0" in scan["reason"]

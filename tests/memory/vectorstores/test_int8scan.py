@@ -23,13 +23,6 @@ from memory.vectorstores.sqlite_vec import _OwnerMatrix
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_kernel_checks():
-    int8scan.reset_kernel_checks()
-    yield
-    int8scan.reset_kernel_checks()
-
-
 def saturating_kernel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` as an AVX2 (non-VNNI) u8×s8 kernel computes it: products of adjacent pairs summed
     into int16 with saturation, then the pairs summed in int32."""
