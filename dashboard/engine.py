@@ -56,8 +56,9 @@ def pipeline_health() -> dict:
     raise NotAvailable("The pipeline health check is not available yet.")
 
 
-def retrieve_preview(**kwargs) -> dict:
-    function = _attr("memory.retrieval.preview", "retrieve_preview", "The retrieval preview")
+def gateway_preview(**kwargs) -> dict:
+    """The gateway's retrieval for one key, widened only where asked (``memory.retrieval.preview``)."""
+    function = _attr("memory.retrieval.preview", "gateway_preview", "The retrieval preview")
     return function(**kwargs)
 
 
@@ -175,7 +176,8 @@ def injection_preview(*, owner: ApiKey, request_body: Any, session_id: str | Non
         api_key=owner, body=validate_body(request_body), session_id=session_id, touch=False
     )
     return {
-        "enabled": routed.injected,
+        "injected": routed.injected,
+        "recalled": routed.recalled,
         "memoryOn": routed.memory_on,
         "provider": routed.target,
         "routedTo": routed.provider.name,

@@ -13,7 +13,11 @@ from memory import conf
 from memory.api import serializers as api
 from memory.models import MemoryType
 
-STRATEGY_LABELS = {"exact": "Exact (FTS5)", "semantic": "Semantic (vector)", "hybrid": "Hybrid (RRF)"}
+STRATEGY_LABELS = {
+    "exact": "Recent (newest first)",
+    "semantic": "Semantic (vector)",
+    "hybrid": "Hybrid (RRF)",
+}
 
 
 class SerializerForm(forms.Form):
@@ -106,15 +110,17 @@ class MemoryForm(SerializerForm):
 
 
 class SandboxForm(forms.Form):
+    """Simulate: the gateway's retrieval for a query. A field left empty means the gateway's value;
+    the page prefills strategy and budget from the settings."""
+
     query = forms.CharField(max_length=8000)
-    strategy = forms.ChoiceField(choices=list(STRATEGY_LABELS.items()), initial="hybrid", required=False)
-    budget = forms.IntegerField(min_value=100, max_value=16000, initial=2000, required=False)
+    strategy = forms.ChoiceField(choices=list(STRATEGY_LABELS.items()), required=False)
+    budget = forms.IntegerField(min_value=1, max_value=16000, required=False)
+    session_id = forms.CharField(max_length=200, required=False)
+    below_floor = forms.BooleanField(required=False)
 
     def clean_strategy(self):
-        return self.cleaned_data.get("strategy") or "hybrid"
-
-    def clean_budget(self):
-        return self.cleaned_data.get("budget") or 2000
+        return self.cleaned_data.get("strategy") or None
 
 
 DEFAULT_CHAT_REQUEST = {

@@ -41,6 +41,7 @@ from dashboard.imports import ImportFileError, import_memories
 from dashboard.owners import OwnerScope, owner_scope, write_owner
 from gateway.chat import GatewayError
 from memory import selectors
+from memory.bounds import MAX_POSITION
 from memory.conf import get_memory_settings, update_memory_settings
 from memory.exceptions import Conflict, DomainError, NotFound
 from memory.models import MemoryType
@@ -96,6 +97,7 @@ def studio_view(view):
 
 
 def _int(value, default: int, *, lo: int, hi: int) -> int:
+    """A page number from a link: out of range shows the nearest page, junk the default (a page, not a 400)."""
     try:
         return max(lo, min(hi, int(value)))
     except (TypeError, ValueError):
@@ -170,7 +172,7 @@ def _filters(request) -> dict:
     type_ = request.GET.get("type") or ""
     if type_ not in MemoryType.values:
         type_ = ""
-    return {"q": q, "type": type_, "page": _int(request.GET.get("page"), 1, lo=1, hi=10**9)}
+    return {"q": q, "type": type_, "page": _int(request.GET.get("page"), 1, lo=1, hi=MAX_POSITION)}
 
 
 def _query_list(scope: OwnerScope, filters: dict) -> dict:
@@ -537,32 +539,42 @@ def memory_enabled(request):
 def _sandbox_context(request, scope: OwnerScope) -> dict:
     bound = "query" in request.GET
     form = SandboxForm(request.GET if bound else None, auto_id="sandbox_%s")
+    settings = get_memory_settings()
+    # Unbound, or a field left empty: the gateway's own value is shown (and used).
+    strategy = form.data.get("strategy") or settings.retrieval_strategy
+    budget = form.data.get("budget") or settings.maxTokens
     context = {
         "scope": scope,
         "sandbox_form": form,
         "strategy_labels": STRATEGY_LABELS,
+        "sandbox_strategy": strategy,
+        "sandbox_budget": budget,
+        "gateway_strategy": settings.retrieval_strategy,
+        "gateway_budget": settings.maxTokens,
+        "vec_min_score": django_settings.MEMORY_VEC_MIN_SCORE,
     }
     if bound and not scope.is_empty and form.is_valid():
         data = form.cleaned_data
         try:
-            preview = engine.retrieve_preview(
+            preview = engine.gateway_preview(
                 principal=scope.principal,
+                api_key=scope.selected,
                 query=data["query"],
+                session_id=data["session_id"] or None,
                 strategy=data["strategy"],
                 max_tokens=data["budget"],
-                limit=20,
-                api_key_id=scope.api_key_id,
+                below_floor=data["below_floor"],
             )
         except (engine.NotAvailable, DomainError) as exc:
             context["preview_error"] = getattr(exc, "message", str(exc))
         else:
-            used, budget = (
-                preview.get("totalTokensUsed") or 0,
-                preview.get("budgetMaxTokens") or data["budget"],
-            )
+            used, budget = preview.get("totalTokensUsed") or 0, preview.get("budgetMaxTokens") or 0
+            selected = scope.selected.pk if scope.selected is not None else None
             for item in preview["memories"]:
                 item["badge"] = TIER_BADGES.get(item.get("tier"), "neutral")
-                item["owner_name"] = scope.name_of(_uuid_or_none(item.get("apiKeyId")))
+                owner = _uuid_or_none(item.get("apiKeyId"))
+                # The global scope reads other owners' memories too: say whose each one is.
+                item["owner_name"] = scope.name_of(owner) if owner != selected else ""
             context.update(
                 {
                     "preview": preview,
@@ -635,7 +647,7 @@ def _status_context() -> dict:
 
 
 def status_rows(status: dict) -> list[dict]:
-    """The rows of the status panel: a dot state (ok / error / unknown) and a sentence each."""
+    """The rows of the status panel: a dot state (ok / warn / error / unknown) and a sentence each."""
     keyword = status.get("keyword") or {}
     embedding = status.get("embedding") or {}
     store = status.get("vectorStore") or {}
@@ -664,20 +676,43 @@ def status_rows(status: dict) -> list[dict]:
     ]
     backend = store.get("backend") or "none"
     pending = store.get("needsReindex") or 0
-    rows.append(
-        {
-            "name": "Vector store",
-            "state": "ok" if store.get("available") else ("unknown" if backend == "none" else "error"),
-            "text": (
-                f"{backend} · {store.get('rowCount', 0)} vectors"
-                if store.get("available")
-                else store.get("reason") or backend
-            ),
-            "warning": f"{pending} memor{'y needs' if pending == 1 else 'ies need'} reindexing"
-            if pending
-            else None,
-        }
-    )
+    warning = f"{pending} memor{'y needs' if pending == 1 else 'ies need'} reindexing" if pending else None
+    if store.get("stale"):
+        rows.append(
+            {
+                "name": "Vector store",
+                "state": "warn",
+                "text": f"{backend} · stale index: holds {store.get('signature')}, "
+                f"should hold {store.get('expectedSignature')}",
+                "hint": "Keyword search only until the reindex rebuilds it.",
+                "warning": warning,
+            }
+        )
+    else:
+        rows.append(
+            {
+                "name": "Vector store",
+                "state": "ok" if store.get("available") else ("unknown" if backend == "none" else "error"),
+                "text": (
+                    f"{backend} · {store.get('rowCount', 0)} vectors"
+                    if store.get("available")
+                    else store.get("reason") or backend
+                ),
+                "warning": warning,
+            }
+        )
+    int8 = store.get("int8Scan") or {}
+    if int8.get("exact") is not None:
+        rows.append(
+            {
+                "name": "Int8 pre-scan",
+                "state": "ok" if int8["exact"] else "warn",
+                "text": f"Exact kernel, owners of {int8['minRows']:,}+ vectors"
+                if int8["exact"]
+                else "Off: this CPU's int8 kernel failed its self-check; vectors are scanned in float32",
+                "hint": int8.get("reason"),
+            }
+        )
     if not qdrant.get("enabled"):
         rows.append({"name": "Qdrant", "state": "unknown", "text": "Disabled", "configure": "qdrant-card"})
     elif qdrant.get("healthy"):

@@ -129,7 +129,8 @@ class RoutedChat:
     provider: UpstreamProvider
     body: dict[str, Any]  # what goes upstream: memories injected, model renamed for the provider
     memory_on: bool  # the settings enable memory (``enabled`` and a token budget)
-    injected: bool  # memory applied to this request (it has a conversation to inject into)
+    recalled: bool  # retrieval ran for this request (memory on, a conversation to inject into)
+    injected: bool  # a memory message was really added (retrieval found something to inject)
     target: str  # the provider id whose role rules placed the memory message
     query: str
     memories: list = field(default_factory=list)
@@ -175,6 +176,7 @@ def route_and_inject(
         provider=provider,
         body=body,
         memory_on=False,
+        recalled=False,
         injected=False,
         target=target,
         query=last_user_query(body),
@@ -194,7 +196,9 @@ def route_and_inject(
             )
             routed.body = inject_memory(body, result.memories, target, roles=roles)
             routed.memories, routed.resolution = list(result.memories), dict(result.resolution)
-            routed.injected = True
+            routed.recalled = True
+            # inject_memory returns an unchanged copy when there is nothing to say.
+            routed.injected = routed.body != body
         except Exception as exc:
             logger.exception(
                 "gateway.memory.recall_failed", extra={"api_key": str(api_key.pk), "model": model}

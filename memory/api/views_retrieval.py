@@ -19,8 +19,48 @@ class PreviewSerializer(StrictSerializer):
     apiKeyId = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
 
 
+class PreviewResolutionSerializer(serializers.Serializer):
+    """How the preview was really answered (``memory.retrieval.engine``)."""
+
+    embeddingSource = serializers.CharField(allow_null=True)
+    embeddingModel = serializers.CharField(allow_null=True)
+    vectorStore = serializers.ChoiceField(
+        choices=["qdrant", "sqlite-vec", "none"], help_text="The store whose search ranked the hits."
+    )
+    # The request's ``strategy`` (its enum is documented there).
+    strategyRequested = serializers.CharField()
+    strategyUsed = serializers.ChoiceField(
+        choices=["exact", "keyword", "semantic", "hybrid"],
+        help_text="What ran: keyword = FTS5 alone, exact = newest first (the degraded tiers).",
+    )
+    rerankApplied = serializers.BooleanField()
+    fallbackReason = serializers.CharField(allow_null=True)
+
+
+class PreviewHitSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    apiKeyId = serializers.UUIDField()
+    type = serializers.CharField()
+    key = serializers.CharField(allow_blank=True)
+    content = serializers.CharField()
+    score = serializers.FloatField()
+    tokens = serializers.IntegerField()
+    tier = serializers.ChoiceField(choices=["qdrant", "vector", "hybrid-rrf", "fts5", "recent"])
+    vecScore = serializers.FloatField(allow_null=True)
+    ftsScore = serializers.FloatField(allow_null=True)
+    belowFloor = serializers.BooleanField(help_text="A match the gateway drops (weak vector-only match).")
+
+
+class PreviewResponseSerializer(serializers.Serializer):
+    memories = PreviewHitSerializer(many=True)
+    resolution = PreviewResolutionSerializer()
+    totalTokensUsed = serializers.IntegerField()
+    budgetMaxTokens = serializers.IntegerField()
+    latencyMs = serializers.FloatField(allow_null=True)
+
+
 class RetrievePreviewView(MemoryAPIView):
-    @extend_schema(request=PreviewSerializer, responses={200: dict})
+    @extend_schema(request=PreviewSerializer, responses={200: PreviewResponseSerializer})
     def post(self, request):
         body = PreviewSerializer(data=request.data)
         body.is_valid(raise_exception=True)

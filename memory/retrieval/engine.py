@@ -5,7 +5,16 @@ Tiers, tried in order: the vector tier (Qdrant or sqlite-vec, chosen by
 RRF, for ``hybrid``; then FTS5 alone; then chronological order. Every tier
 applies the same filters (owner, session, expiry, retention) — the original
 skipped them on its vector tiers (L8). ``resolution`` says which source,
-store and strategy were really used, and why a fallback happened.
+store and strategy were really used, and why a fallback happened:
+
+* ``strategyRequested``: the strategy asked for (``exact``, ``semantic``, ``hybrid``);
+* ``strategyUsed``: the one that ran — the requested ``semantic``/``hybrid`` when
+  the vector tier answered, ``keyword`` (FTS5 bm25 alone) when it degraded to
+  FTS5, ``exact`` (newest first) for the chronological tier. The original
+  echoed the request even when degraded (reference L19);
+* ``vectorStore``: the store whose search produced the ranking (``qdrant`` or
+  ``sqlite-vec``), ``none`` when no vector search did (no embedding source,
+  embedding failed, index mismatch, empty query, FTS or chronological tiers).
 """
 
 from __future__ import annotations
@@ -53,6 +62,9 @@ class Hit:
     tokens: int = 0
     vec_score: float | None = None
     fts_score: float | None = None
+    # A match the gateway drops as noise (see ``_mark_weak``); kept only when
+    # ``retrieve(filter_irrelevant=False)`` asked to see them.
+    below_floor: bool = False
 
 
 @dataclass
@@ -196,7 +208,10 @@ def retrieve(
     Returns at most ``limit`` hits within ``max_tokens`` (always at least one
     when anything matched). ``touch`` bumps the access counters of what is
     returned (the chat path), without rewriting the FTS index.
-    ``use_vectors=False`` skips the vector tier (FTS-only evaluation).
+    ``filter_irrelevant=False`` keeps the matches the gateway drops (vector-only
+    matches below ``MEMORY_VEC_MIN_SCORE``, recent memories sharing no query
+    word), flagged ``below_floor``. ``use_vectors=False`` skips the vector tier
+    (FTS-only evaluation).
     """
     started = time.perf_counter()
     if strategy not in STRATEGIES:
@@ -214,6 +229,7 @@ def retrieve(
         embeddingSource=None,
         embeddingModel=None,
         vectorStore="none",
+        strategyRequested=strategy,
         strategyUsed=strategy,
         rerankApplied=False,
         fallbackReason=None,
@@ -222,15 +238,17 @@ def retrieve(
 
     if strategy in ("semantic", "hybrid") and use_vectors:
         hits = _vector_tier(strategy, settings, filters, query, limit, resolution)
-        if hits and filter_irrelevant:
-            # A memory found only by a weak vector match is noise in a prompt
-            # (it costs tokens and can mislead); the preview still shows them.
-            floor = django_settings.MEMORY_VEC_MIN_SCORE
-            hits = [h for h in hits if h.fts_score is not None or (h.vec_score or 0) >= floor]
+        if hits is not None:
+            resolution["strategyUsed"] = strategy
     if hits is None and strategy != "exact":
         hits = _fts_tier(filters, query, limit, resolution)
+        if hits is not None:
+            resolution["strategyUsed"] = "keyword"
     if hits is None:
         hits = _chronological_tier(filters, query, limit, resolution, filter_irrelevant=filter_irrelevant)
+        resolution["strategyUsed"] = "exact"
+    if filter_irrelevant:
+        hits = [h for h in hits if not h.below_floor]
 
     if hits and query and settings.rerankEnabled and settings.rerankProviderModel:
         from memory.retrieval.rerank import rerank
@@ -261,7 +279,6 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
     ctx = vector_context(settings)
     resolution["embeddingSource"] = ctx.resolution.source
     resolution["embeddingModel"] = ctx.resolution.model
-    resolution["vectorStore"] = ctx.store_name
     if not ctx.usable:
         resolution.fallback(ctx.reason or "no vector tier")
         return None
@@ -277,11 +294,13 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
             vec = []
             resolution.fallback(f"qdrant search failed: {type(exc).__name__}")
         if vec:
-            return _rank(strategy, settings, filters, fts, k, vec, "qdrant", ctx.resolution.source, limit)
+            resolution["vectorStore"] = "qdrant"
+            return _mark_weak(
+                _rank(strategy, settings, filters, fts, k, vec, "qdrant", ctx.resolution.source, limit)
+            )
         if ctx.write_store is None:
             return None
         ctx.store, ctx.store_name = ctx.write_store, "sqlite-vec"
-        resolution["vectorStore"] = "sqlite-vec"
     try:
         vec = _vector_hits(ctx, filters, query, k)
     except EmbeddingError as exc:
@@ -294,7 +313,17 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
         logger.exception("vector search failed (%s)", ctx.store_name)
         resolution.fallback(f"vector search failed: {type(exc).__name__}")
         return None
-    return _rank(strategy, settings, filters, fts, k, vec, "vector", ctx.resolution.source, limit)
+    resolution["vectorStore"] = ctx.store_name
+    return _mark_weak(_rank(strategy, settings, filters, fts, k, vec, "vector", ctx.resolution.source, limit))
+
+
+def _mark_weak(hits: list[Hit]) -> list[Hit]:
+    """Mark the memories found only by a weak vector match (``MEMORY_VEC_MIN_SCORE``):
+    noise in a prompt (they cost tokens and can mislead), so the gateway drops them."""
+    floor = django_settings.MEMORY_VEC_MIN_SCORE
+    for hit in hits:
+        hit.below_floor = hit.fts_score is None and (hit.vec_score or 0) < floor
+    return hits
 
 
 def _rank(strategy, settings, filters, fts_request, k, vec, tier, source, limit) -> list[Hit]:
@@ -412,10 +441,74 @@ def _chronological_tier(filters, query, limit, resolution, *, filter_irrelevant:
     if not query or not query_terms(query):
         return [Hit(m, 0.0, "recent") for m in rows]
     scored = [Hit(m, float(relevance_score(m, query)), "recent") for m in rows]
+    for hit in scored:
+        # No query word in common: the gateway drops it (reference §3.6).
+        hit.below_floor = hit.score <= 0
     if filter_irrelevant:
-        scored = [h for h in scored if h.score > 0]
         scored.sort(key=lambda h: h.score, reverse=True)
     return scored
+
+
+@dataclass(frozen=True)
+class ChatRetrieval:
+    """What the gateway retrieves with for one key, read from the settings once
+    (:func:`chat_retrieval`). The Sandbox runs the same plan, changing only the
+    fields an operator widened explicitly (``dataclasses.replace``)."""
+
+    owner_ids: frozenset | None
+    query: str | None
+    strategy: str  # internal name: the settings' "recent" is "exact"
+    max_tokens: int
+    limit: int
+    scope: str  # the scope that applies: "global" only for keys allowed it
+    session_id: str | None
+    retention_days: int
+
+    def run(
+        self, *, settings: MemorySettings, touch: bool, filter_irrelevant: bool = True
+    ) -> RetrievalResult:
+        return retrieve(
+            owner_ids=self.owner_ids,
+            # "recent" is purely newest-first within the budget (reference §6.3).
+            query=None if self.strategy == "exact" else self.query,
+            strategy=self.strategy,
+            max_tokens=self.max_tokens,
+            limit=self.limit,
+            session_id=self.session_id if self.scope == "session" else None,
+            retention_days=self.retention_days,
+            settings=settings,
+            touch=touch,
+            filter_irrelevant=filter_irrelevant,
+        )
+
+
+def chat_retrieval(
+    *,
+    api_key: ApiKey | None,
+    query: str | None,
+    session_id: str | None,
+    settings: MemorySettings,
+    scope: str | None = None,
+) -> ChatRetrieval:
+    """The gateway's retrieval plan for ``api_key``: the settings' strategy, ``maxTokens`` and
+    retention, ``MEMORY_CHAT_MAX_MEMORIES`` memories at most, and the scope rule of
+    :func:`retrieve_for_chat`. ``api_key=None`` plans over every owner (the Studio's
+    all-owners view; the gateway always has a key)."""
+    scope = scope or settings.scope
+    if api_key is None:
+        scope = "global"
+    elif scope == "global" and not api_key.allow_global_scope:
+        scope = "apiKey"
+    return ChatRetrieval(
+        owner_ids=None if scope == "global" else frozenset({api_key.pk}),
+        query=query,
+        strategy=settings.retrieval_strategy,
+        max_tokens=settings.maxTokens,
+        limit=django_settings.MEMORY_CHAT_MAX_MEMORIES,
+        scope=scope,
+        session_id=session_id or None,
+        retention_days=settings.retentionDays,
+    )
 
 
 def retrieve_for_chat(
@@ -435,20 +528,5 @@ def retrieve_for_chat(
     ``touch=False`` leaves access counters alone (previews).
     """
     settings = settings or get_memory_settings()
-    scope = scope or settings.scope
-    owners: frozenset | None = frozenset({api_key.pk})
-    if scope == "global" and api_key.allow_global_scope:
-        owners = None
-    strategy = settings.retrieval_strategy
-    return retrieve(
-        owner_ids=owners,
-        # "recent" is purely newest-first within the budget (reference §6.3).
-        query=None if strategy == "exact" else query,
-        strategy=strategy,
-        max_tokens=settings.maxTokens,
-        limit=django_settings.MEMORY_CHAT_MAX_MEMORIES,
-        session_id=session_id if scope == "session" else None,
-        retention_days=settings.retentionDays,
-        settings=settings,
-        touch=touch,
-    )
+    plan = chat_retrieval(api_key=api_key, query=query, session_id=session_id, settings=settings, scope=scope)
+    return plan.run(settings=settings, touch=touch)

@@ -1,9 +1,23 @@
-"""The Sandbox's dry run: what retrieval would return, with scores and tiers. Nothing is touched."""
+"""Dry runs of retrieval, with scores and tiers. Nothing is touched (no access counts).
+
+Two of them: :func:`retrieve_preview` is ``POST /api/memory/retrieve-preview`` (reference §3.11:
+the strategy, budget and limit the caller names, every match shown); :func:`gateway_preview` is the
+Studio's Sandbox, which runs the gateway's own retrieval plan (``engine.chat_retrieval``) for one
+key and reports every departure from it that the operator asked for as ``widened``.
+"""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from django.conf import settings as django_settings
+
 from memory.access import Principal
-from memory.retrieval.engine import retrieve
+from memory.conf import get_memory_settings
+from memory.models import ApiKey
+from memory.retrieval.engine import RetrievalResult, chat_retrieval, retrieve
+
+STRATEGY_NAMES = {"exact": "recent"}  # the settings' name of an internal strategy
 
 
 def retrieve_preview(
@@ -20,6 +34,58 @@ def retrieve_preview(
         touch=False,
         filter_irrelevant=False,
     )
+    return _bundle(result)
+
+
+def gateway_preview(
+    *,
+    principal: Principal,
+    api_key: ApiKey | None,
+    query: str,
+    session_id: str | None = None,
+    strategy: str | None = None,
+    max_tokens: int | None = None,
+    below_floor: bool = False,
+) -> dict:
+    """What the gateway would retrieve for ``query`` sent with ``api_key`` (one the principal may read).
+
+    By default exactly the gateway's plan (strategy, ``maxTokens``, limit, scope, retention and the
+    vector score floor). Each explicit widening — another ``strategy`` or ``max_tokens``,
+    ``below_floor`` (keep the matches the gateway drops), ``api_key=None`` (every owner the
+    principal may read, where the gateway reads one key's) — is listed in ``widened``.
+    """
+    settings = get_memory_settings()
+    plan = chat_retrieval(api_key=api_key, query=query, session_id=session_id, settings=settings)
+    gateway = {
+        "strategy": settings.strategy,
+        "maxTokens": settings.maxTokens,
+        "limit": plan.limit,
+        "scope": plan.scope if api_key else settings.scope,
+        "minVecScore": django_settings.MEMORY_VEC_MIN_SCORE,
+        "injectionEnabled": settings.injection_enabled,
+    }
+    widened: list[str] = []
+    if api_key is None:
+        plan = replace(plan, owner_ids=principal.owner_filter(None))
+        widened.append("every owner's memories (the gateway reads the calling key's)")
+    if strategy and strategy != plan.strategy:
+        widened.append(
+            f"strategy {STRATEGY_NAMES.get(strategy, strategy)} (the gateway uses {settings.strategy})"
+        )
+        plan = replace(plan, strategy=strategy)
+    if max_tokens is not None and max_tokens != plan.max_tokens:
+        widened.append(f"budget {max_tokens} tokens (the gateway's maxTokens is {plan.max_tokens})")
+        plan = replace(plan, max_tokens=max_tokens)
+    if below_floor:
+        widened.append(
+            "matches below the gateway's floor included "
+            f"(vector-only score under {django_settings.MEMORY_VEC_MIN_SCORE:g})"
+        )
+    result = plan.run(settings=settings, touch=False, filter_irrelevant=not below_floor)
+    return {**_bundle(result), "gateway": gateway, "widened": widened}
+
+
+def _bundle(result: RetrievalResult) -> dict:
     return {
         "memories": [
             {
@@ -33,6 +99,7 @@ def retrieve_preview(
                 "tier": hit.tier,
                 "vecScore": hit.vec_score,
                 "ftsScore": hit.fts_score,
+                "belowFloor": hit.below_floor,
             }
             for hit in result.hits
         ],

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from memory.conf import update_memory_settings
-from memory.models import Memory
+from memory.embeddings import runtime
+from memory.models import ApiKey, Memory
+from memory.retrieval.engine import retrieve_for_chat
+from memory.services.indexing import reindex_all
 from tests.factories import make_memory
 
 URL = "/dashboard/memory"
@@ -27,14 +31,8 @@ def facts(alice, bob):
 
 
 def simulate(client, owner, query, **extra):
-    params = {
-        "tab": "sandbox",
-        "owner": str(owner),
-        "query": query,
-        "strategy": "hybrid",
-        "budget": 2000,
-        **extra,
-    }
+    """Simulate with the form's fields left empty (the gateway's values) unless ``extra`` sets them."""
+    params = {"tab": "sandbox", "owner": str(owner), "query": query, **extra}
     return client.hx_get(URL, params, target="sandbox-results")
 
 
@@ -72,14 +70,100 @@ def test_the_sandbox_works_as_a_full_page_link(studio, alice, facts):
     assert 'value="editor"' in html and '<option value="hybrid" selected>' in html
 
 
-def test_a_budget_out_of_range_is_an_error_not_a_preview(studio, alice, facts):
-    html = simulate(studio, alice.pk, "editor", budget=50).content.decode()
+@pytest.mark.parametrize("budget", [0, 16001])
+def test_a_budget_out_of_range_is_an_error_not_a_preview(studio, alice, facts, budget):
+    html = simulate(studio, alice.pk, "editor", budget=budget).content.decode()
     assert "result" not in html
 
 
 def test_simulating_touches_nothing(studio, alice, facts):
     simulate(studio, alice.pk, "editor")
     assert set(Memory.objects.values_list("access_count", flat=True)) == {0}
+
+
+def result_keys(html: str) -> list[str]:
+    return re.findall(r'<span class="mono result-key">([^<]*)</span>', html)
+
+
+@pytest.fixture
+def vectors(db):
+    """The static model (built by `make test`): hybrid runs its vector tier, so weak vector-only matches exist."""
+    if not runtime.static_built():
+        pytest.skip("run `manage.py build_embedding_models` (make test does)")
+    update_memory_settings({"embeddingSource": "static", "staticEnabled": True})
+    yield
+    runtime.reset()
+
+
+@pytest.fixture
+def weak_matches(alice, vectors, settings):
+    """One memory the query names, four that only a vector search finds, all scoring under the floor."""
+    settings.MEMORY_VEC_MIN_SCORE = 0.5
+    make_memory(alice, "I prefer vim for editing code", key="preference:editor")
+    for key, content in [
+        ("home:city", "The user lives in Lisbon"),
+        ("pet:dog", "My dog is a golden retriever"),
+        ("habit:deploy", "We deploy on Fridays"),
+        ("work:report", "Quarterly revenue spreadsheet"),
+    ]:
+        make_memory(alice, content, key=key)
+    reindex_all()
+    update_memory_settings({"enabled": True, "strategy": "hybrid", "maxTokens": 1500})
+
+
+def test_simulate_by_default_lists_exactly_what_the_gateway_would_inject(studio, alice, weak_matches):
+    html = simulate(studio, alice.pk, "which editor for code").content.decode()
+    gateway = retrieve_for_chat(api_key=alice, query="which editor for code", touch=False)
+    assert [m.key for m in gateway.memories] == ["preference:editor"]
+    assert result_keys(html) == ["preference:editor"]
+    assert "1 result" in html and "/ 1500 tokens used" in html
+    assert "as the gateway" in html and "Widened" not in html and "below floor" not in html
+
+
+def test_simulate_widened_shows_the_matches_below_the_floor_labelled(studio, alice, weak_matches):
+    html = simulate(studio, alice.pk, "which editor for code", below_floor="on", budget=500).content.decode()
+    assert result_keys(html)[0] == "preference:editor"
+    assert set(result_keys(html)) == {
+        "preference:editor",
+        "home:city",
+        "pet:dog",
+        "habit:deploy",
+        "work:report",
+    }
+    assert html.count("below floor · not injected") == 4
+    assert "Widened: " in html and "matches below the gateway&#x27;s floor included" in html
+    assert "budget 500 tokens (the gateway&#x27;s maxTokens is 1500)" in html and "/ 500 tokens used" in html
+
+
+def test_the_form_starts_from_the_gateway_settings(studio, alice, facts):
+    update_memory_settings({"strategy": "recent", "maxTokens": 1500})
+    html = studio.get(URL, {"tab": "sandbox", "owner": str(alice.pk)}).content.decode()
+    assert (
+        '<option value="exact" selected>' in html
+        and 'name="budget" min="1" max="16000" step="1" value="1500"' in html
+    )
+    html = simulate(studio, alice.pk, "which editor for code").content.decode()
+    # "recent" is newest first with no search, as the gateway runs it.
+    assert result_keys(html) == ["habit:deploy", "preference:editor"] and "as the gateway" in html
+
+
+def test_simulate_reads_other_owners_when_the_key_has_the_global_scope(studio, alice, bob, facts):
+    update_memory_settings({"scope": "global"})
+    html = simulate(studio, alice.pk, "editing code").content.decode()
+    assert "vim" in html and "emacs" not in html  # the key is not granted the global scope
+    ApiKey.objects.filter(pk=alice.pk).update(allow_global_scope=True)
+    html = simulate(studio, alice.pk, "editing code").content.decode()
+    assert "vim" in html and "emacs" in html and '<span class="muted">bob</span>' in html
+    assert "as the gateway" in html and "Widened" not in html
+
+
+def test_simulate_with_the_session_scope_reads_that_session_only(studio, alice):
+    update_memory_settings({"scope": "session"})
+    make_memory(alice, "I prefer vim for editing code", key="editor:s1", session_id="s1")
+    make_memory(alice, "I prefer nano for editing code", key="editor:s2", session_id="s2")
+    assert result_keys(simulate(studio, alice.pk, "editing code", session_id="s1").content.decode()) == [
+        "editor:s1"
+    ]
 
 
 INJECT = "/dashboard/memory/inject"
@@ -149,3 +233,14 @@ def test_preview_injection_says_when_recall_failed(studio, alice, facts, upstrea
     html = studio.hx_post(INJECT, {"owner": str(alice.pk), "request_json": chat("editor?")}).content.decode()
     assert "not injected" in html and "Memory was skipped (recall failed: RuntimeError)" in html
     assert "Memory context" not in html
+
+
+def test_preview_injection_with_no_memory_found_shows_no_green_badge(studio, alice, facts, upstream):
+    update_memory_settings({"enabled": True, "strategy": "hybrid"})
+    html = studio.hx_post(
+        INJECT, {"owner": str(alice.pk), "request_json": chat("quantum chromodynamics")}
+    ).content.decode()
+    assert "0 memories of alice" in html and "Memory context" not in html
+    assert "badge-success" not in html and "memory injected" not in html.replace("no memory injected", "")
+    assert '<span class="badge badge-warning" data-injection-badge>no memory injected</span>' in html
+    assert "found no memory to inject for this request" in html

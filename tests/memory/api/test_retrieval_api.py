@@ -20,7 +20,10 @@ def test_preview_returns_ranked_hits_with_an_honest_resolution(admin_api, alice)
     hit = body["memories"][0]
     assert hit["key"] == "db" and hit["tier"] == "fts5" and hit["tokens"] == 9
     assert hit["ftsScore"] < 0 and hit["vecScore"] is None
-    assert body["resolution"]["strategyUsed"] == "hybrid" and body["resolution"]["fallbackReason"]
+    resolution = body["resolution"]
+    assert (resolution["strategyRequested"], resolution["strategyUsed"]) == ("hybrid", "keyword")
+    assert resolution["vectorStore"] == "none" and resolution["fallbackReason"]
+    assert hit["belowFloor"] is False
     assert body["totalTokensUsed"] == 9 and body["budgetMaxTokens"] == 2000
 
 

@@ -33,7 +33,11 @@ def test_hybrid_without_vectors_falls_back_to_fts_and_says_why(alice):
     assert result.hits[0].tier == "fts5" and result.hits[0].fts_score < 0
     assert result.resolution["vectorStore"] == "none"
     assert result.resolution["fallbackReason"]
-    assert result.resolution["strategyUsed"] == "hybrid"
+    # What ran is FTS5 alone, not the hybrid that was asked for (reference L19).
+    assert (result.resolution["strategyRequested"], result.resolution["strategyUsed"]) == (
+        "hybrid",
+        "keyword",
+    )
 
 
 @pytest.mark.parametrize(

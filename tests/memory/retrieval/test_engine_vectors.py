@@ -45,6 +45,7 @@ def test_semantic_finds_a_memory_by_meaning(alice):
         result.resolution["embeddingSource"] == "static" and result.resolution["vectorStore"] == "sqlite-vec"
     )
     assert result.resolution["fallbackReason"] is None
+    assert (result.resolution["strategyRequested"], result.resolution["strategyUsed"]) == ("semantic",) * 2
 
 
 def test_hybrid_fuses_fts_and_vector_ranks(alice):
@@ -139,6 +140,49 @@ def test_a_failing_remote_embedding_degrades_to_fts_with_the_reason(alice):
     assert result.resolution["embeddingSource"] == "remote"
     assert "embedding failed" in result.resolution["fallbackReason"]
     assert Memory.objects.get().needs_reindex is True
+
+
+def resolution_of(result):
+    r = result.resolution
+    return r["strategyRequested"], r["strategyUsed"], r["vectorStore"]
+
+
+def test_a_hybrid_degraded_by_a_pending_reindex_reports_keyword_and_no_vector_store(alice, settings):
+    settings.MEMORY_LAZY_EMBED_PER_REQUEST = 0
+    make_memory(alice, content="PostgreSQL in production")
+    reindex_all()
+    SqliteVecStore().ensure(signature="other:model:256", dim=256)
+    result = retrieve(owner_ids=frozenset({alice.pk}), query="postgresql", strategy="hybrid")
+    assert [h.tier for h in result.hits] == ["fts5"]
+    assert resolution_of(result) == ("hybrid", "keyword", "none")
+    reindex_all()
+    result = retrieve(owner_ids=frozenset({alice.pk}), query="postgresql", strategy="hybrid")
+    assert resolution_of(result) == ("hybrid", "hybrid", "sqlite-vec")
+
+
+@respx.mock
+def test_a_failed_query_embedding_reports_keyword_and_no_vector_store(alice):
+    respx.post("http://127.0.0.1:9/v1/embeddings").mock(return_value=httpx.Response(500, json={}))
+    update_memory_settings(
+        {
+            "embeddingSource": "remote",
+            "customBaseUrl": "http://127.0.0.1:9/v1",
+            "customModelId": "m",
+            "allowPrivateUrls": True,
+        }
+    )
+    make_memory(alice, content="PostgreSQL in production")
+    result = retrieve(owner_ids=frozenset({alice.pk}), query="postgresql", strategy="hybrid")
+    assert resolution_of(result) == ("hybrid", "keyword", "none")
+    assert "embedding failed" in result.resolution["fallbackReason"]
+
+
+def test_an_empty_query_runs_the_chronological_tier_and_says_so(alice):
+    make_memory(alice, content="PostgreSQL in production")
+    reindex_all()
+    result = retrieve(owner_ids=frozenset({alice.pk}), query="  ", strategy="hybrid")
+    assert [h.tier for h in result.hits] == ["recent"]
+    assert resolution_of(result) == ("hybrid", "exact", "none")
 
 
 @respx.mock
