@@ -9,7 +9,7 @@ import json
 from django import forms
 from rest_framework import serializers
 
-from memory import conf
+from memory import conf, strictjson
 from memory.api import serializers as api
 from memory.models import MemoryType
 
@@ -68,7 +68,7 @@ class JSONObjectTextField(forms.CharField):
         if not text:
             return {}
         try:
-            return json.loads(text)
+            return strictjson.loads(text)
         except ValueError:
             raise forms.ValidationError("Invalid JSON") from None
 
@@ -140,7 +140,7 @@ class InjectionForm(forms.Form):
 
     def clean_request_json(self):
         try:
-            body = json.loads(self.cleaned_data["request_json"])
+            body = strictjson.loads(self.cleaned_data["request_json"])
         except ValueError:
             raise forms.ValidationError("Invalid JSON") from None
         if isinstance(body, list):

@@ -10,12 +10,12 @@ the one chosen in the Studio (never none, reference L18).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from django.conf import settings
 from rest_framework import serializers
 
+from memory import strictjson
 from memory.api.serializers import MemoryCreateSerializer
 from memory.models import ApiKey
 from memory.services.memories import MemoryInput, memory_bulk_create
@@ -47,7 +47,7 @@ def _entries(upload) -> list:
             f"Failed to import file: larger than {settings.OMNIROUTE_MAX_BODY_BYTES} bytes."
         )
     try:
-        data = json.loads(upload.read().decode("utf-8-sig"))
+        data = strictjson.loads(upload.read().decode("utf-8-sig"))
     except (UnicodeDecodeError, ValueError):
         raise ImportFileError("Failed to import file: it is not valid JSON.") from None
     if isinstance(data, dict):

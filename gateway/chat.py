@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from gateway.models import UpstreamProvider
 from gateway.providers import enabled_providers, select_provider
+from memory import strictjson
 from memory.conf import get_memory_settings
 from memory.injection import inject_memory, last_user_query, should_inject_memory
 from memory.models import ApiKey
@@ -91,7 +92,11 @@ def authenticate(authorization: str | None) -> ApiKey:
 def parse_body(raw: bytes) -> dict[str, Any]:
     """The JSON request, checked for what the gateway relies on (see :func:`validate_body`)."""
     try:
-        body = json.loads(raw)
+        body = strictjson.loads(raw)
+    except strictjson.NumberOutOfRange as exc:
+        raise GatewayError(
+            f"Invalid JSON: {exc}", status=400, code="invalid_value", param=exc.field
+        ) from None
     except (ValueError, UnicodeDecodeError):
         raise GatewayError("The request body is not valid JSON", status=400, code="invalid_json") from None
     return validate_body(body)

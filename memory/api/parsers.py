@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 from django.conf import settings
 from rest_framework import exceptions, parsers
+
+from memory import strictjson
 
 
 class PayloadTooLarge(exceptions.APIException):
@@ -14,12 +14,8 @@ class PayloadTooLarge(exceptions.APIException):
     default_code = "payload_too_large"
 
 
-def _reject_constant(name: str):
-    raise ValueError(f"{name} is not valid JSON")
-
-
 class BoundedJSONParser(parsers.JSONParser):
-    """Reads at most ``OMNIROUTE_MAX_BODY_BYTES`` (413 beyond), refuses NaN/Infinity.
+    """Reads at most ``OMNIROUTE_MAX_BODY_BYTES`` (413 beyond), refuses NaN/Infinity and numbers that overflow a double.
 
     DRF reads the raw stream, which bypasses Django's DATA_UPLOAD_MAX_MEMORY_SIZE,
     so the limit is enforced here.
@@ -37,6 +33,10 @@ class BoundedJSONParser(parsers.JSONParser):
         if not raw.strip():
             return {}
         try:
-            return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+            return strictjson.loads(raw.decode("utf-8"))
+        except strictjson.NumberOutOfRange as exc:
+            if exc.field:
+                raise exceptions.ValidationError({exc.field: [f"The number {exc.text} is out of range."]})
+            raise exceptions.ParseError(f"Invalid JSON body: {exc}") from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise exceptions.ParseError(f"Invalid JSON body: {exc}") from None

@@ -81,6 +81,13 @@ def test_a_used_key_records_when(gateway, upstream, provider):
         ({"model": "stub-large", "messages": []}, "messages"),
         ({"model": "stub-large", "messages": ["hi"]}, "messages"),
         ({**BODY, "stream": "yes"}, "stream"),
+        # Numbers that json reads as inf/nan could only be forwarded as invalid JSON ("Infinity").
+        (
+            b'{"model": "stub-large", "messages": [{"role": "user", "content": "Hi"}], "temperature": 1e309}',
+            "temperature",
+        ),
+        (b'{"model": "stub-large", "messages": [{"role": "user", "content": "Hi"}], "top_p": NaN}', None),
+        (b'{"model": "stub-large", "messages": [{"role": "user", "content": "Hi"}], "stop": [-1e400]}', None),
     ],
 )
 def test_a_bad_request_gets_400_naming_the_param(gateway, upstream, provider, secret, body, param):
