@@ -15,6 +15,7 @@ from memory.models import MemoryType
 
 STRATEGY_LABELS = {
     "exact": "Recent (newest first)",
+    "keyword": "Keyword (FTS5 bm25)",
     "semantic": "Semantic (vector)",
     "hybrid": "Hybrid (RRF)",
 }

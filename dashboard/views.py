@@ -73,6 +73,7 @@ TIER_BADGES = {
 }
 SETTINGS_STRATEGIES = (
     ("recent", "Recent", "Newest memories first, within the budget. No search."),
+    ("keyword", "Keyword", "Full-text search (FTS5 bm25) alone."),
     ("semantic", "Semantic", "Nearest memories by meaning (needs an embedding source)."),
     ("hybrid", "Hybrid", "Keywords and meaning fused with RRF; falls back to keywords."),
 )

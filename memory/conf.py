@@ -22,7 +22,7 @@ from memory.signals import memory_settings_changed
 
 T = TypeVar("T")
 
-STRATEGIES = ("recent", "semantic", "hybrid")
+STRATEGIES = ("recent", "keyword", "semantic", "hybrid")
 EMBEDDING_SOURCES = ("remote", "static", "transformers", "auto")
 VECTOR_STORES = ("sqlite-vec", "qdrant", "auto")
 SCOPES = ("session", "apiKey", "global")

@@ -1,8 +1,13 @@
-"""Retrieval quality on a labelled dataset (the format of shared/eval/dev-recall.json).
+"""Retrieval quality on a labelled dataset (the format of shared/eval/dev-recall.json; conversations
+are converted to it by ``memory.conversations``).
 
 Each dataset owner is loaded under its own API key and every query runs as
 its owner only (never a global scope). Any hit from another owner counts as
-an isolation failure.
+an isolation failure. Per query kind: recall at 1/5/10 (the share of a
+query's relevant memories in its top k) and Hit@5 (whether any is). Per
+strategy, "served" is what the gateway would do with its score floor: the
+share of answerable queries that still get a memory, and the share of
+unanswerable ones that get none (a confident non-answer).
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ from memory.services.memories import MemoryInput, memory_bulk_create
 # name → (engine strategy, use vectors)
 STRATEGIES = {
     "recent": ("exact", False),
-    "fts": ("hybrid", False),
+    "fts": ("keyword", False),  # the former name of "keyword"
+    "keyword": ("keyword", False),
     "vector": ("semantic", True),
     "hybrid": ("hybrid", True),
 }
@@ -37,6 +43,8 @@ class StrategyReport:
     recall: dict[str, dict[int, list[float]]] = field(
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
+    hit5: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    served: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
     negative_top1: list[float] = field(default_factory=list)
     answerable_top1: list[float] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
@@ -52,7 +60,17 @@ class StrategyReport:
         lat = sorted(self.latencies_ms)
         return {
             "strategy": self.name,
-            "recall": {kind: {f"R@{k}": round(self.mean(kind, k), 3) for k in KS} for kind in kinds},
+            "recall": {
+                kind: {f"R@{k}": round(self.mean(kind, k), 3) for k in KS}
+                | {"Hit@5": round(_avg(self.hit5[kind]), 3), "n": len(self.recall[kind][1])}
+                for kind in kinds
+            },
+            "served": {
+                "answerableServed": round(_avg(self.served["answerable"]), 3),
+                "unanswerableEmpty": round(1 - _avg(self.served["unanswerable"]), 3)
+                if self.served["unanswerable"]
+                else None,
+            },
             "negativeTop1": _spread(self.negative_top1),
             "answerableTop1": _spread(self.answerable_top1),
             "latencyMs": {
@@ -62,6 +80,10 @@ class StrategyReport:
             "isolationFailures": self.isolation_failures,
             "tiers": dict(self.tiers),
         }
+
+
+def _avg(values) -> float:
+    return sum(values) / len(values) if values else 0.0
 
 
 def _spread(values: list[float]) -> dict:
@@ -82,7 +104,7 @@ def load_dataset(dataset: dict, *, prefix: str) -> tuple[dict[str, ApiKey], dict
                 key=row.get("key") or None,
                 type=row.get("type") or "factual",
                 session_id=row.get("session_id") or "",
-                metadata={"evalId": row["id"]},
+                metadata={**(row.get("metadata") or {}), "evalId": row["id"]},
             )
         )
         ids.append(row["id"])
@@ -102,8 +124,15 @@ def load_dataset(dataset: dict, *, prefix: str) -> tuple[dict[str, ApiKey], dict
 
 
 def evaluate(
-    dataset: dict, *, strategies=("fts", "vector", "hybrid"), prefix: str = "eval:", keep: bool = False
+    dataset: dict,
+    *,
+    strategies=("keyword", "vector", "hybrid"),
+    prefix: str = "eval:",
+    keep: bool = False,
+    served: bool = True,
 ) -> list[dict]:
+    """One report per strategy. ``served`` also runs each query as the gateway filters it (its score
+    floor), which costs a second retrieval per query (not timed)."""
     owners, seqs = load_dataset(dataset, prefix=prefix)
     try:
         index = reindex_all()
@@ -136,13 +165,24 @@ def evaluate(
                 )
                 top1 = result.hits[0].score if result.hits else 0.0
                 relevant = set(query["relevant"])
-                if query["kind"] == "negative" or not relevant:
+                answerable = query["kind"] != "negative" and bool(relevant)
+                if served:
+                    gated = retrieve(
+                        owner_ids=frozenset({owner.pk}),
+                        query=query["query"],
+                        strategy=strategy,
+                        limit=10,
+                        use_vectors=use_vectors,
+                    )
+                    report.served["answerable" if answerable else "unanswerable"].append(bool(gated.hits))
+                if not answerable:
                     report.negative_top1.append(top1)
                     continue
                 report.answerable_top1.append(top1)
                 for kind in (query["kind"], "overall"):
                     for k in KS:
                         report.recall[kind][k].append(len(relevant & set(top[:k])) / len(relevant))
+                    report.hit5[kind].append(float(bool(relevant & set(top[:5]))))
             reports.append(report.summary() | {"index": index})
         return reports
     finally:
@@ -155,11 +195,20 @@ def format_table(report: dict) -> str:
         f"strategy: {report['strategy']}   latency p50 {report['latencyMs']['p50']} ms, "
         f"p95 {report['latencyMs']['p95']} ms   isolation failures: {report['isolationFailures']}"
     ]
-    lines.append(f"  {'kind':<12} {'R@1':>6} {'R@5':>6} {'R@10':>6}")
+    lines.append(f"  {'kind':<12} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'Hit@5':>6}")
     order = sorted(report["recall"], key=lambda k: (k == "overall", k))
     for kind in order:
         row = report["recall"][kind]
-        lines.append(f"  {kind:<12} {row['R@1']:>6.3f} {row['R@5']:>6.3f} {row['R@10']:>6.3f}")
+        lines.append(
+            f"  {kind:<12} {row['n']:>5} {row['R@1']:>6.3f} {row['R@5']:>6.3f} {row['R@10']:>6.3f} "
+            f"{row['Hit@5']:>6.3f}"
+        )
+    served = report.get("served") or {}
+    if served.get("unanswerableEmpty") is not None:
+        lines.append(
+            f"  gateway floor: answerable served {served['answerableServed']:.3f}, "
+            f"unanswerable given nothing {served['unanswerableEmpty']:.3f}"
+        )
     neg, ans = report["negativeTop1"], report["answerableTop1"]
     if neg:
         lines.append(

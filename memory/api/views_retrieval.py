@@ -13,7 +13,7 @@ from memory.retrieval.preview import retrieve_preview
 
 class PreviewSerializer(StrictSerializer):
     query = serializers.CharField(max_length=8000, trim_whitespace=True)
-    strategy = serializers.ChoiceField(choices=["exact", "semantic", "hybrid"], default="hybrid")
+    strategy = serializers.ChoiceField(choices=["exact", "keyword", "semantic", "hybrid"], default="hybrid")
     maxTokens = StrictIntegerField(min_value=1, max_value=16000, default=2000)
     limit = StrictIntegerField(min_value=1, max_value=100, default=20)
     apiKeyId = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)

@@ -42,7 +42,7 @@ from memory.services.access import record_access
 
 logger = logging.getLogger("memory.retrieval")
 
-STRATEGIES = ("exact", "semantic", "hybrid")
+STRATEGIES = ("exact", "keyword", "semantic", "hybrid")
 # RRF list weights when the operator set none, by embedding source. Measured on
 # shared/eval/dev-recall.json (k = 60): with MiniLM (a contextual encoder) the
 # vector ranking is much better than bm25 on paraphrases, and an FTS weight of

@@ -1,49 +1,94 @@
-"""Recall@1/5/10 per query kind for each strategy on a dataset (shared/eval format)."""
+"""Recall@1/5/10 and Hit@5 per query kind for each strategy, on the dev sets or the datasets named."""
 
+import json as jsonlib
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from memory import conversations
 from memory.conf import get_memory_settings
 from memory.evaluation import STRATEGIES, evaluate, format_table
 from memory.services.indexing import vector_context
 
 
+def default_datasets() -> list[Path]:
+    """The two dev sets: our conversations (bench/data/conversations) and the short facts of
+    ``../shared/eval/dev-recall.json`` (beside the checkout), those that exist."""
+    root = Path(settings.BASE_DIR)
+    candidates = [
+        root / "bench" / "data" / "conversations",
+        root.parent / "shared" / "eval" / "dev-recall.json",
+    ]
+    return [path for path in candidates if path.exists()]
+
+
+def read_dataset(path: Path) -> dict:
+    """A ``shared/eval`` JSON file, one conversation directory, or a directory of conversations."""
+    if path.is_dir():
+        found = (
+            [conversations.load(path)]
+            if (path / "conversation.json").exists()
+            else conversations.load_all(path)
+        )
+        if not found:
+            raise CommandError(f"{path} holds no conversation (no */conversation.json)")
+        return conversations.to_dataset(found, name=path.name)
+    data = jsonlib.loads(path.read_text())
+    for name in ("owners", "memories", "queries"):
+        if not isinstance(data.get(name), list):
+            raise CommandError(f"dataset {path} has no '{name}' list")
+    return data
+
+
 class Command(BaseCommand):
-    help = "Load a labelled dataset under temporary owners, run every strategy, print recall tables."
+    help = "Load labelled datasets under temporary owners, run every strategy, print recall tables."
 
     def add_arguments(self, parser):
-        parser.add_argument("dataset", type=Path)
+        parser.add_argument(
+            "datasets",
+            nargs="*",
+            type=Path,
+            help="JSON datasets or conversation directories (default: both dev sets)",
+        )
         parser.add_argument(
             "--strategies",
-            default="fts,vector,hybrid",
+            default="keyword,vector,hybrid",
             help=f"comma-separated, among {', '.join(STRATEGIES)}",
         )
         parser.add_argument("--json", action="store_true", help="print the reports as JSON")
         parser.add_argument("--keep", action="store_true", help="keep the loaded owners and memories")
+        parser.add_argument(
+            "--no-served", action="store_true", help="skip the gateway-floor pass (served / given nothing)"
+        )
 
-    def handle(self, *args, dataset, strategies, json: bool, keep, **options):
-        import json as jsonlib
-
-        try:
-            data = jsonlib.loads(Path(dataset).read_text())
-        except (OSError, ValueError) as exc:
-            raise CommandError(f"cannot read dataset {dataset}: {exc}") from exc
-        for field in ("owners", "memories", "queries"):
-            if not isinstance(data.get(field), list):
-                raise CommandError(f"dataset has no '{field}' list")
+    def handle(self, *args, datasets, strategies, json: bool, keep, no_served, **options):
+        paths = datasets or default_datasets()
+        if not paths:
+            raise CommandError("no dataset given and no dev set found")
         names = [s.strip() for s in strategies.split(",") if s.strip()]
         unknown = [s for s in names if s not in STRATEGIES]
         if unknown:
             raise CommandError(f"unknown strategies {unknown}; choose among {list(STRATEGIES)}")
+        try:
+            loaded = [(path, read_dataset(path)) for path in paths]
+        except (OSError, ValueError, conversations.FormatError) as exc:
+            raise CommandError(f"cannot read dataset: {exc}") from exc
         ctx = vector_context(get_memory_settings())
         self.stderr.write(
             f"embedding: {ctx.resolution.source}:{ctx.resolution.model} ({ctx.resolution.reason}); "
             f"vector store: {ctx.store_name}"
         )
-        reports = evaluate(data, strategies=names, keep=keep)
+        everything = {}
+        for path, data in loaded:
+            reports = evaluate(data, strategies=names, keep=keep, served=not no_served)
+            everything[str(path)] = reports
+            if not json:
+                self.stdout.write(
+                    f"== {data.get('name') or path} ({len(data['memories'])} memories, "
+                    f"{len(data['queries'])} queries)\n"
+                )
+                for report in reports:
+                    self.stdout.write(format_table(report) + "\n")
         if json:
-            self.stdout.write(jsonlib.dumps(reports, indent=2))
-        else:
-            for report in reports:
-                self.stdout.write(format_table(report) + "\n")
+            self.stdout.write(jsonlib.dumps(everything, indent=2))

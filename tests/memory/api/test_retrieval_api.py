@@ -27,6 +27,26 @@ def test_preview_returns_ranked_hits_with_an_honest_resolution(admin_api, alice)
     assert body["totalTokensUsed"] == 9 and body["budgetMaxTokens"] == 2000
 
 
+def test_the_keyword_strategy_runs_fts5_alone_and_says_so(admin_api, alice):
+    make_memory(alice, content="We run PostgreSQL 16 in production")
+    make_memory(alice, content="Dark mode in every editor")
+    body = {"query": "postgresql", "strategy": "keyword", "apiKeyId": str(alice.pk)}
+    r = admin_api.post("/api/memory/retrieve-preview", body)
+    assert r.status_code == 200, r.content
+    hits = r.json()["memories"]
+    assert [h["content"] for h in hits] == ["We run PostgreSQL 16 in production"]
+    assert hits[0]["tier"] == "fts5" and hits[0]["vecScore"] is None
+    resolution = r.json()["resolution"]
+    assert (resolution["strategyRequested"], resolution["strategyUsed"]) == ("keyword", "keyword")
+    assert resolution["vectorStore"] == "none" and resolution["fallbackReason"] is None
+
+
+def test_keyword_is_a_strategy_the_settings_accept(admin_api):
+    r = admin_api.put("/api/settings/memory", {"strategy": "keyword"})
+    assert r.status_code == 200, r.content
+    assert admin_api.get("/api/settings/memory").json()["strategy"] == "keyword"
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
