@@ -18,14 +18,17 @@ adversarial operands, and the scan falls back to float32 (with a warning and
 an engine-status flag) where it does not hold.
 
 The int8 scores only choose which rows to rescore: each approximate score
-``ŝᵢ`` comes with a bound ``Eᵢ`` on its distance to the float32 score,
+``ŝᵢ = q̂·x̂ᵢ`` (``q̂``, ``x̂ᵢ`` the dequantised vectors) comes with a bound ``Eᵢ``
+on its distance to the float32 score. Since ``q·x − q̂·x̂ = q̂·(x − x̂) + (q − q̂)·x``,
 
-    quantisation:  |q·xᵢ − ŝᵢ| ≤ ½·(‖q̂‖₁·stepᵢ + step_q·‖xᵢ‖₁)
+    quantisation:  |q·xᵢ − ŝᵢ| ≤ min(½·(‖q̂‖₁·stepᵢ + step_q·‖xᵢ‖₁),
+                                     ‖q̂‖₂·‖xᵢ − x̂ᵢ‖₂ + ‖q − q̂‖₂·‖xᵢ‖₂)
     float32 dot:   |fl(q·xᵢ) − q·xᵢ| ≤ γ_d·‖q‖∞·‖xᵢ‖₁,   γ_d = d·u / (1 − d·u), u = 2⁻²⁴
 
 (``step`` is a quantisation step: rounding moves each component by at most
-half of one; the second line holds for any summation order, so for whatever
-BLAS computes the full scan). With ``θ`` the k-th largest lower bound
+half of one, which gives the first bound; Cauchy–Schwarz gives the second,
+usually ~30% tighter, from two norms kept per row. The float32 line holds
+for any summation order, so for whatever BLAS computes the full scan). With ``θ`` the k-th largest lower bound
 ``ŝᵢ − Eᵢ``, every row of the float32 top k has ``ŝᵢ + Eᵢ ≥ θ``; those rows
 (about a thousand at 100k) are rescored in float32. The result is the float32
 scan's, scores included.
@@ -198,6 +201,20 @@ def quantize_query(query: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
     return sent, codes[0], float(steps[0])
 
 
+ROW_ARRAYS = ("steps", "l1", "sums", "l2", "err2")
+
+
+def _norms(rows: np.ndarray, codes: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(‖x‖₂, ‖x − x̂‖₂)`` per row, computed in float64 and rounded up to float32 (bounds stay bounds)."""
+    exact = rows.astype(np.float64)
+    error = exact - codes.astype(np.float64) * steps.astype(np.float64)[:, None]
+    up = np.float32(np.inf)
+    return (
+        np.nextafter(np.sqrt((exact * exact).sum(axis=1)).astype(np.float32), up),
+        np.nextafter(np.sqrt((error * error).sum(axis=1)).astype(np.float32), up),
+    )
+
+
 class Int8Codes:
     """The int8 copy of an owner matrix's rows (row ``i`` here is row ``i`` of the matrix)."""
 
@@ -207,10 +224,12 @@ class Int8Codes:
         self.steps = np.zeros(0, dtype=np.float32)  # per row: the quantisation step
         self.l1 = np.zeros(0, dtype=np.float32)  # per row: ‖x‖₁ of the float row
         self.sums = np.zeros(0, dtype=np.int32)  # per row: the sum of its codes (undoes the query shift)
+        self.l2 = np.zeros(0, dtype=np.float32)  # per row: ‖x‖₂, rounded up
+        self.err2 = np.zeros(0, dtype=np.float32)  # per row: ‖x − x̂‖₂ (its rounding error), rounded up
 
     @property
     def nbytes(self) -> int:
-        return len(self.blocks) * self.dim * BLOCK + self.steps.nbytes * 3
+        return len(self.blocks) * self.dim * BLOCK + self.steps.nbytes * len(ROW_ARRAYS)
 
     @classmethod
     def from_matrix(cls, matrix: np.ndarray) -> Int8Codes:
@@ -223,6 +242,9 @@ class Int8Codes:
             codes.blocks[start // BLOCK][:, : len(part)] = part.T
             codes.sums[start : start + len(part)] = part.sum(axis=1, dtype=np.int32)
             codes.steps[start : start + len(part)] = steps
+            codes.l2[start : start + len(part)], codes.err2[start : start + len(part)] = _norms(
+                matrix[start : start + BLOCK], part, steps
+            )
         codes.l1[:rows] = np.abs(matrix).sum(axis=1)
         return codes
 
@@ -231,7 +253,7 @@ class Int8Codes:
             self.blocks.append(np.zeros((self.dim, BLOCK), dtype=np.int8))
         if len(self.steps) < rows:
             size = max(rows, len(self.steps) * 2, 64)
-            for name in ("steps", "l1", "sums"):
+            for name in ROW_ARRAYS:
                 old = getattr(self, name)
                 new = np.zeros(size, dtype=old.dtype)
                 new[: len(old)] = old
@@ -244,11 +266,14 @@ class Int8Codes:
         self.steps[row] = steps[0]
         self.l1[row] = float(np.abs(vector).sum())
         self.sums[row] = int(codes.sum(dtype=np.int32))
+        l2, err2 = _norms(vector[None, :], codes, steps)
+        self.l2[row], self.err2[row] = l2[0], err2[0]
 
     def move(self, source: int, target: int) -> None:
         """Row ``target`` takes row ``source``'s codes (the matrix moved its last row into a hole)."""
         self.blocks[target // BLOCK][:, target % BLOCK] = self.blocks[source // BLOCK][:, source % BLOCK]
-        for array in (self.steps, self.l1, self.sums):
+        for name in ROW_ARRAYS:
+            array = getattr(self, name)
             array[target] = array[source]
 
     def int_scores(self, sent: np.ndarray, size: int) -> np.ndarray:
@@ -268,9 +293,15 @@ class Int8Codes:
         approx = self.int_scores(sent, size).astype(np.float32)
         approx *= steps
         approx *= np.float32(step_q)
-        # Quantisation error (module docstring), then the float32 dot product's own rounding.
+        # Quantisation error, the smaller of its two bounds (module docstring) ...
         error = steps * np.float32(0.5 * float(np.abs(codes).sum(dtype=np.int64)) * step_q)
         error += l1 * np.float32(0.5 * step_q)
+        dequantised = codes.astype(np.float64) * step_q
+        residual = query.astype(np.float64) - dequantised
+        cauchy = self.err2[:size] * np.float32(np.linalg.norm(dequantised) * (1 + _MARGIN))
+        cauchy += self.l2[:size] * np.float32(np.linalg.norm(residual) * (1 + _MARGIN))
+        np.minimum(error, cauchy, out=error)
+        # ... then the float32 dot product's own rounding.
         gamma = self.dim * _U / (1 - self.dim * _U)
         error += l1 * np.float32(gamma * float(np.abs(query).max()))
         # Slack for the float32 rounding of the lines above.

@@ -178,7 +178,7 @@ def test_the_codes_follow_puts_and_removals(settings):
     for vector in unit_rows(rng, 40, 32):
         entry.put(int(rng.integers(10_000, 20_000)), vector)  # append
     rebuilt = Int8Codes.from_matrix(entry.matrix[: entry.size])
-    for name in ("steps", "l1", "sums"):
+    for name in int8scan.ROW_ARRAYS:
         assert np.array_equal(getattr(entry.codes, name)[: entry.size], getattr(rebuilt, name)[: entry.size])
     for row in range(entry.size):
         block, column = divmod(row, int8scan.BLOCK)
