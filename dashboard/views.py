@@ -67,6 +67,7 @@ TYPE_HELP = {
 TIER_BADGES = {
     "fts5": "info",
     "vector": "success",
+    "hybrid": "warning",
     "hybrid-rrf": "warning",
     "qdrant": "neutral",
     "recent": "neutral",

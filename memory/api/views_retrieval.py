@@ -45,7 +45,7 @@ class PreviewHitSerializer(serializers.Serializer):
     content = serializers.CharField()
     score = serializers.FloatField()
     tokens = serializers.IntegerField()
-    tier = serializers.ChoiceField(choices=["qdrant", "vector", "hybrid-rrf", "fts5", "recent"])
+    tier = serializers.ChoiceField(choices=["qdrant", "vector", "hybrid", "hybrid-rrf", "fts5", "recent"])
     vecScore = serializers.FloatField(allow_null=True)
     ftsScore = serializers.FloatField(allow_null=True)
     belowFloor = serializers.BooleanField(help_text="A match the gateway drops (weak vector-only match).")

@@ -36,19 +36,20 @@ from memory.embeddings.base import EmbeddingError
 from memory.models import ApiKey, Memory
 from memory.retrieval.budget import estimate_tokens, walk_budget
 from memory.retrieval.fts import fts_search, read_conditions
-from memory.retrieval.fusion import rrf
+from memory.retrieval.fusion import normalized, rrf
 from memory.retrieval.relevance import query_terms, relevance_score
 from memory.services.access import record_access
 
 logger = logging.getLogger("memory.retrieval")
 
 STRATEGIES = ("exact", "keyword", "semantic", "hybrid")
-# RRF list weights when the operator set none, by embedding source. Measured on
-# shared/eval/dev-recall.json (k = 60): with MiniLM (a contextual encoder) the
-# vector ranking is much better than bm25 on paraphrases, and an FTS weight of
-# 0.1 keeps FTS as a strong tie-breaker (R@5 paraphrase 0.76 → 0.85, overall
-# 0.83 → 0.86); with the static table, equal weights were best.
-DEFAULT_RRF_WEIGHTS = {"transformers": {"vector": 1.0, "fts": 0.1}}
+# How hybrid fuses its two lists (MEMORY_FUSION): "normalized", the mean of min-max normalised
+# scores, or "rrf", reciprocal-rank fusion with k = MEMORY_RRF_K. Both weigh the lists equally
+# unless the operator set weights (rrfWeights). Measured on both dev sets (docs/retrieval-quality.md),
+# normalised fusion is the one that never loses to its better half with MiniLM; the former default
+# (RRF with an FTS weight of 0.1, chosen on dev-recall alone) lost 2.5 points R@5 to plain bm25 on
+# conversations.
+FUSION_TIERS = {"normalized": "hybrid", "rrf": "hybrid-rrf"}
 CANDIDATES = 100
 
 
@@ -295,9 +296,7 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
             resolution.fallback(f"qdrant search failed: {type(exc).__name__}")
         if vec:
             resolution["vectorStore"] = "qdrant"
-            return _mark_weak(
-                _rank(strategy, settings, filters, fts, k, vec, "qdrant", ctx.resolution.source, limit)
-            )
+            return _mark_weak(_rank(strategy, settings, filters, fts, k, vec, "qdrant", limit))
         if ctx.write_store is None:
             return None
         ctx.store, ctx.store_name = ctx.write_store, "sqlite-vec"
@@ -314,7 +313,7 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
         resolution.fallback(f"vector search failed: {type(exc).__name__}")
         return None
     resolution["vectorStore"] = ctx.store_name
-    return _mark_weak(_rank(strategy, settings, filters, fts, k, vec, "vector", ctx.resolution.source, limit))
+    return _mark_weak(_rank(strategy, settings, filters, fts, k, vec, "vector", limit))
 
 
 def _mark_weak(hits: list[Hit]) -> list[Hit]:
@@ -326,7 +325,7 @@ def _mark_weak(hits: list[Hit]) -> list[Hit]:
     return hits
 
 
-def _rank(strategy, settings, filters, fts_request, k, vec, tier, source, limit) -> list[Hit]:
+def _rank(strategy, settings, filters, fts_request, k, vec, tier, limit) -> list[Hit]:
     """Semantic: the vector hits that pass the filters; hybrid: RRF with FTS5.
 
     Liveness (owner, expiry, session, retention) is checked on ids first and
@@ -341,11 +340,17 @@ def _rank(strategy, settings, filters, fts_request, k, vec, tier, source, limit)
         return [Hit(memories[seq], score, tier, vec_score=score) for seq, score in top if seq in memories]
 
     fts = fts_request.result()
-    fused = rrf(
-        {"vector": [seq for seq, _ in vec], "fts": [h.seq for h in fts]},
-        k=django_settings.MEMORY_RRF_K,
-        weights=settings.rrfWeights or DEFAULT_RRF_WEIGHTS.get(source),
-    )[:limit]
+    rule = django_settings.MEMORY_FUSION
+    if rule == "rrf":
+        fused = rrf(
+            {"vector": [seq for seq, _ in vec], "fts": [h.seq for h in fts]},
+            k=django_settings.MEMORY_RRF_K,
+            weights=settings.rrfWeights,
+        )[:limit]
+    else:  # bm25 ranks are negative, better first: its score is -rank
+        fused = normalized(
+            {"vector": vec, "fts": [(h.seq, -h.rank) for h in fts]}, weights=settings.rrfWeights
+        )[:limit]
     vec_scores = dict(vec)
     fts_scores = {h.seq: h.rank for h in fts}
     memories = _fetch([f.item for f in fused])
@@ -353,7 +358,7 @@ def _rank(strategy, settings, filters, fts_request, k, vec, tier, source, limit)
         Hit(
             memories[f.item],
             f.score,
-            "hybrid-rrf",
+            FUSION_TIERS[rule],
             vec_score=vec_scores.get(f.item),
             fts_score=fts_scores.get(f.item),
         )

@@ -53,7 +53,7 @@ def test_an_empty_qdrant_falls_back_to_sqlite_vec_and_says_why(alice, static_and
     reindex_all()
     qdrant.QdrantStore().delete([memory.seq])  # Qdrant lost the point
     result = retrieve(owner_ids=frozenset({alice.pk}), query="my pet", strategy="hybrid")
-    assert result.hits[0].memory.seq == memory.seq and result.hits[0].tier == "hybrid-rrf"
+    assert result.hits[0].memory.seq == memory.seq and result.hits[0].tier == "hybrid"
     assert result.resolution["vectorStore"] == "sqlite-vec"
     assert "falling back to sqlite-vec" in result.resolution["fallbackReason"]
 

@@ -55,8 +55,17 @@ def test_hybrid_fuses_fts_and_vector_ranks(alice):
     result = retrieve(owner_ids=frozenset({alice.pk}), query="kubernetes deployment", strategy="hybrid")
     top = result.hits[0]
     assert top.memory.content == "We deploy the backend with Kubernetes"
-    assert top.tier == "hybrid-rrf" and top.fts_score is not None and top.vec_score is not None
-    assert top.score == pytest.approx(2 / 61, rel=1e-6)
+    assert top.tier == "hybrid" and top.fts_score is not None and top.vec_score is not None
+    assert top.score == pytest.approx(1.0)  # the best of both lists: 1 in each, after normalisation
+
+
+def test_hybrid_fuses_by_rank_when_asked(alice, settings):
+    settings.MEMORY_FUSION = "rrf"
+    make_memory(alice, content="We deploy the backend with Kubernetes")
+    make_memory(alice, content="My cat sleeps all day")
+    reindex_all()
+    top = retrieve(owner_ids=frozenset({alice.pk}), query="kubernetes deployment", strategy="hybrid").hits[0]
+    assert top.tier == "hybrid-rrf" and top.score == pytest.approx(2 / 61, rel=1e-6)
 
 
 def test_the_vector_tier_applies_owner_expiry_and_session_filters(alice, bob):
@@ -117,7 +126,7 @@ def test_a_model_change_falls_back_to_fts_until_reindexed(alice, settings):
     reindex_all()
     assert (
         retrieve(owner_ids=frozenset({alice.pk}), query="postgresql", strategy="hybrid").hits[0].tier
-        == "hybrid-rrf"
+        == "hybrid"
     )
 
 
