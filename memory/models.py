@@ -178,6 +178,10 @@ class Memory(models.Model):
     access_count = models.PositiveIntegerField(default=0)
     last_accessed_at = models.DateTimeField(null=True, blank=True)
     importance = models.FloatField(default=0.5)
+    # A conversation turn's previous turn (memory.services.turns): its content, indexed by FTS5 as
+    # keyword context, and its seq; kept true by triggers (migration 0005).
+    context = models.TextField(null=True, blank=True)
+    context_seq = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         db_table = "memories"
@@ -195,6 +199,9 @@ class Memory(models.Model):
             models.Index(fields=["owner", "-created_at"], name="memory_owner_created"),
             models.Index(fields=["owner", "session_id"], name="memory_owner_session"),
             models.Index(fields=["expires_at"], name="memory_expires"),
+            models.Index(
+                fields=["context_seq"], condition=Q(context_seq__isnull=False), name="memory_context_seq"
+            ),
             models.Index(
                 fields=["needs_reindex"], condition=Q(needs_reindex=True), name="memory_needs_reindex"
             ),

@@ -27,8 +27,10 @@ from memory.retrieval.relevance import query_terms
 
 MAX_TERMS = 32
 MAX_QUERY_CHARS = 2048
-# bm25 column weights: content, key, owner_id (the owner column only filters).
-BM25_WEIGHTS = "1.0, 0.5, 0.0"
+# bm25 column weights: content, key, context (a conversation turn's previous turn,
+# memory.services.turns), owner_id (the owner column only filters).
+BM25_WEIGHTS = "1.0, 0.5, 0.5, 0.0"
+TEXT_COLUMNS = "{content key context}"
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ class _DocFrequencies:
             hit = self.terms.get(term)
             if hit is not None and now - hit[0] < self.TTL:
                 return hit[1]
-        count = self._count("{content key} : " + quote_term(term))
+        count = self._count(f"{TEXT_COLUMNS} : " + quote_term(term))
         with self.lock:
             if len(self.terms) > 50_000:
                 self.terms.clear()
@@ -121,7 +123,7 @@ def match_expression(
         return None
     if prune:
         terms = selective_terms(terms)
-    expression = "{content key} : (" + " OR ".join(quote_term(t) for t in terms) + ")"
+    expression = f"{TEXT_COLUMNS} : (" + " OR ".join(quote_term(t) for t in terms) + ")"
     if owner_ids is not None:
         owners = [quote_term(str(o).replace("-", "")) for o in owner_ids]
         if not owners:

@@ -27,6 +27,7 @@ from memory.services.indexing import (
     schedule_indexing,
     schedule_reindex,
 )
+from memory.services.turns import link_turns, link_turns_above
 from memory.signals import memory_changed
 
 logger = logging.getLogger("memory.services")
@@ -151,6 +152,10 @@ def memory_create(item: MemoryInput) -> tuple[Memory, bool]:
         _after_write([existing])
         _notify("updated", [existing])
         return existing, False
+    if link_turns([memory.seq]):
+        memory.context, memory.context_seq = (
+            Memory.objects.filter(seq=memory.seq).values_list("context", "context_seq").get()
+        )
     _after_write([memory])
     _notify("created", [memory])
     return memory, True
@@ -304,13 +309,16 @@ def fts_deferred():
             connection.fts_auto = False
         try:
             yield cursor, floor
+            # While the gate is closed the update trigger does not index these rows either: they are
+            # indexed below, with their context.
+            link_turns_above(cursor, floor)
         finally:
             if gate is not None:
                 connection.fts_auto = True
         if gate is not None:
             cursor.execute(
-                "INSERT INTO memory_fts(rowid, content, key, owner_id) "
-                "SELECT seq, content, key, owner_id FROM memories WHERE seq > %s",
+                "INSERT INTO memory_fts(rowid, content, key, context, owner_id) "
+                "SELECT seq, content, key, context, owner_id FROM memories WHERE seq > %s",
                 [floor],
             )
 

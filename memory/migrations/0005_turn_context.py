@@ -1,0 +1,96 @@
+"""Conversation turns carry the turn before them as keyword context.
+
+A memory written as a turn — ``(2024-03-09) Maya: Yes! Her name is Pickle.`` — often answers a question
+whose words are in the turn before it (``Tom: Did you get the cat?``). ``context`` holds the content of
+the owner's previous memory when both are turns of the same day and session (``context_seq`` is that
+memory); FTS5 indexes it as a third, lower-weighted column. Triggers keep it true: deleting the previous
+memory empties the context, editing it updates the context. The FTS table is rebuilt with the new
+column; the insert and update triggers stay gated by ``omniroute_fts_auto()`` (migration 0004) so that
+bulk inserts link and index their rows in two statements.
+
+Both fields are nullable: adding a column with a default would make Django rebuild ``memories``, and
+with it lose the triggers that other tables (sqlite-vec's) keep on it.
+"""
+
+from django.db import migrations, models
+
+# As memory.services.turns.LINK_SQL when this migration was written (migrations never import app code).
+LINK_SQL = (
+    "UPDATE memories AS m SET context = p.content, context_seq = p.seq FROM memories AS p "
+    "WHERE ({rows}) "
+    "AND m.content GLOB '([0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]) ?*: *' "
+    "AND p.seq = (SELECT max(q.seq) FROM memories AS q WHERE q.owner_id = m.owner_id AND q.seq < m.seq) "
+    "AND p.session_id = m.session_id "
+    "AND substr(p.content, 1, 13) = substr(m.content, 1, 13) "
+    "AND p.content GLOB '([0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]) ?*: *'"
+)
+
+OLD_COLUMNS = "content, key, owner_id"
+NEW_COLUMNS = "content, key, context, owner_id"
+
+
+def _fts(columns: str, *, gated_update: bool) -> list[str]:
+    values = ", ".join(f"new.{c}" for c in columns.split(", "))
+    old_values = ", ".join(f"old.{c}" for c in columns.split(", "))
+    watched = columns.replace(", owner_id", "")
+    changed = " OR ".join(f"old.{c} IS NOT new.{c}" for c in watched.split(", "))
+    gate = "omniroute_fts_auto() AND " if gated_update else ""
+    return [
+        "CREATE VIRTUAL TABLE memory_fts USING fts5("
+        f"{columns}, content='memories', content_rowid='seq', "
+        "tokenize='porter unicode61 remove_diacritics 2')",
+        "CREATE TRIGGER memory_fts_ai AFTER INSERT ON memories WHEN omniroute_fts_auto() BEGIN "
+        f"INSERT INTO memory_fts(rowid, {columns}) VALUES (new.seq, {values}); END",
+        "CREATE TRIGGER memory_fts_ad AFTER DELETE ON memories BEGIN "
+        f"INSERT INTO memory_fts(memory_fts, rowid, {columns}) VALUES ('delete', old.seq, {old_values}); END",
+        f"CREATE TRIGGER memory_fts_au AFTER UPDATE OF {watched} ON memories "
+        f"WHEN {gate}({changed}) BEGIN "
+        f"INSERT INTO memory_fts(memory_fts, rowid, {columns}) VALUES ('delete', old.seq, {old_values}); "
+        f"INSERT INTO memory_fts(rowid, {columns}) VALUES (new.seq, {values}); END",
+        "INSERT INTO memory_fts(memory_fts) VALUES ('rebuild')",
+    ]
+
+
+DROP_FTS = [
+    "DROP TRIGGER IF EXISTS memory_fts_ai",
+    "DROP TRIGGER IF EXISTS memory_fts_ad",
+    "DROP TRIGGER IF EXISTS memory_fts_au",
+    "DROP TABLE IF EXISTS memory_fts",
+]
+TURN_TRIGGERS = [
+    "CREATE TRIGGER memory_turn_unlink AFTER DELETE ON memories BEGIN "
+    "UPDATE memories SET context = NULL, context_seq = NULL WHERE context_seq = old.seq; END",
+    "CREATE TRIGGER memory_turn_follow AFTER UPDATE OF content ON memories "
+    "WHEN old.content IS NOT new.content BEGIN "
+    "UPDATE memories SET context = new.content WHERE context_seq = new.seq; END",
+]
+DROP_TURN_TRIGGERS = [
+    "DROP TRIGGER IF EXISTS memory_turn_unlink",
+    "DROP TRIGGER IF EXISTS memory_turn_follow",
+]
+
+
+class Migration(migrations.Migration):
+    dependencies = [("memory", "0004_fts_bulk_insert")]
+
+    operations = [
+        migrations.AddField("memory", "context", models.TextField(blank=True, null=True)),
+        migrations.AddField("memory", "context_seq", models.BigIntegerField(blank=True, null=True)),
+        migrations.AddIndex(
+            "memory",
+            models.Index(
+                fields=["context_seq"],
+                condition=models.Q(context_seq__isnull=False),
+                name="memory_context_seq",
+            ),
+        ),
+        migrations.RunSQL(
+            [*DROP_FTS, LINK_SQL.format(rows="1"), *_fts(NEW_COLUMNS, gated_update=True), *TURN_TRIGGERS],
+            reverse_sql=[
+                *DROP_TURN_TRIGGERS,
+                *DROP_FTS,
+                "UPDATE memories SET context = NULL, context_seq = NULL",
+                *_fts(OLD_COLUMNS, gated_update=False),
+            ],
+        ),
+    ]

@@ -1,0 +1,42 @@
+"""Conversation turns: each links to the turn before it, whose text becomes its keyword context.
+
+A memory is a turn when its content reads ``(YYYY-MM-DD) Speaker: text``, as integrators store
+conversations one turn per memory. It links to the owner's previous memory (the highest ``seq``
+below it) when that one is a turn of the same day and session: ``context`` takes its content and
+``context_seq`` its ``seq``, and FTS5 indexes ``context`` as a lower-weighted column (migration 0005,
+whose triggers empty or update the context when the previous memory is deleted or edited). Measured
+on the conversational dev set, this lifts keyword R@5 by about six points (docs/retrieval-quality.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from django.db import connection
+
+# ``rows`` is an SQL condition on ``m``, the memories being linked.
+LINK_SQL = (
+    "UPDATE memories AS m SET context = p.content, context_seq = p.seq FROM memories AS p "
+    "WHERE ({rows}) "
+    "AND m.content GLOB '([0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]) ?*: *' "
+    "AND p.seq = (SELECT max(q.seq) FROM memories AS q WHERE q.owner_id = m.owner_id AND q.seq < m.seq) "
+    "AND p.session_id = m.session_id "
+    "AND substr(p.content, 1, 13) = substr(m.content, 1, 13) "
+    "AND p.content GLOB '([0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]) ?*: *'"
+)
+
+
+def link_turns(seqs: Sequence[int]) -> int:
+    """Link the new memories ``seqs`` to their previous turns; returns how many were linked."""
+    if not seqs:
+        return 0
+    marks = ", ".join(["%s"] * len(seqs))
+    with connection.cursor() as cursor:
+        cursor.execute(LINK_SQL.format(rows=f"m.seq IN ({marks})"), list(seqs))
+        return cursor.rowcount
+
+
+def link_turns_above(cursor, floor: int) -> int:
+    """Link every memory above ``floor`` (a bulk insert's rows), on ``cursor``."""
+    cursor.execute(LINK_SQL.format(rows="m.seq > %s"), [floor])
+    return cursor.rowcount
