@@ -758,7 +758,7 @@ def _engine_context(request, scope: OwnerScope) -> dict:
         "memory_settings": settings,
         "can_change_settings": engine.principal_can_change_settings(scope.principal),
         "embedding_sources": [
-            ("auto", "Automatic", "Remote provider › static › transformers"),
+            ("auto", "Automatic", "Remote provider › transformers › static"),
             ("remote", "Remote provider", "An OpenAI-compatible /embeddings endpoint"),
             ("static", "Static local", "Distilled lookup table, sub-millisecond"),
             ("transformers", "Transformers", "all-MiniLM-L6-v2 on ONNX Runtime"),

@@ -156,20 +156,21 @@ def test_a_read_that_meets_an_index_of_another_model_schedules_its_rebuild(
     alice, settings, tmp_path, django_capture_on_commit_callbacks
 ):
     built = runtime.models_dir()
-    settings.MEMORY_MODELS_DIR = tmp_path  # only MiniLM is built: `auto` resolves to transformers
-    (tmp_path / runtime.MINILM_DIRNAME).symlink_to(built / runtime.MINILM_DIRNAME, target_is_directory=True)
+    settings.MEMORY_MODELS_DIR = tmp_path  # only the static model is built: `auto` resolves to it
+    (tmp_path / runtime.STATIC_FILENAME).symlink_to(built / runtime.STATIC_FILENAME)
     update_memory_settings({"embeddingSource": "auto"})
     call_command("reindex_memories", "--force", stdout=StringIO())
-    transformers = VectorMeta.load().embedding_signature
-    assert transformers.startswith("transformers:") and pending_count() == 0
-    # The static model gets built: `auto` now resolves to it, and no setting was written.
-    (tmp_path / runtime.STATIC_FILENAME).symlink_to(built / runtime.STATIC_FILENAME)
+    static = VectorMeta.load().embedding_signature
+    assert static == "static:minilm-static-256:256" and pending_count() == 0
+    # MiniLM gets built: `auto` now resolves to it (the better model), and no setting was written.
+    (tmp_path / runtime.MINILM_DIRNAME).symlink_to(built / runtime.MINILM_DIRNAME, target_is_directory=True)
     with django_capture_on_commit_callbacks(execute=True):
         result = ask_about_the_dog(alice)
     assert [h.tier for h in result.hits] == ["fts5"]
+    transformers = VectorMeta.load().embedding_signature
+    assert transformers.startswith("transformers:") and transformers.endswith(":384")
     assert result.resolution["fallbackReason"] == (
-        f"vector index holds {transformers}, queries embed with static:minilm-static-256:256; reindex pending"
+        f"vector index holds {static}, queries embed with {transformers}; reindex pending"
     )
-    assert VectorMeta.load().embedding_signature == "static:minilm-static-256:256"
     result = ask_about_the_dog(alice)
     assert [h.memory.content for h in result.hits] == [CONTENTS[0]] and result.hits[0].tier == "vector"
