@@ -160,12 +160,16 @@ class _Resolution(dict):
         )
 
 
-def _vector_hits(ctx, filters: Filters, query: str, k: int) -> list[tuple[int, float]]:
+def _vector_hits(ctx, filters: Filters, query: str, k: int, resolution) -> list[tuple[int, float]]:
     """(seq, cosine) of the nearest vectors of the owners, best first (not yet filtered)."""
     from memory.services.indexing import lazy_index, query_vector
 
-    lazy_index(filters.owner_ids, ctx, limit=django_settings.MEMORY_LAZY_EMBED_PER_REQUEST)
+    lazy = lazy_index(filters.owner_ids, ctx, limit=django_settings.MEMORY_LAZY_EMBED_PER_REQUEST)
     vector = query_vector(ctx, query)
+    if lazy.incomplete:
+        # After a rebuild, or while the embedding source fails: those memories are only found by keyword.
+        waiting = f"{lazy.left} memories could not be embedded yet" if lazy.left else "more memories may wait"
+        resolution.fallback(f"{waiting} (reindex in progress): only keyword search finds them")
     owners = filters.owner_hex
     if owners is None:
         owners = [str(pk).replace("-", "") for pk in ApiKey.objects.values_list("pk", flat=True)]
@@ -301,7 +305,7 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
             return None
         ctx.store, ctx.store_name = ctx.write_store, "sqlite-vec"
     try:
-        vec = _vector_hits(ctx, filters, query, k)
+        vec = _vector_hits(ctx, filters, query, k, resolution)
     except EmbeddingError as exc:
         resolution.fallback(f"embedding failed: {exc.message}")
         return None

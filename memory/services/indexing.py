@@ -270,10 +270,23 @@ def index_by_seqs(seqs: Sequence[int]) -> int:
         return 0
 
 
-def lazy_index(owner_ids, ctx: VectorContext, *, limit: int) -> int:
+class LazyIndexed(NamedTuple):
+    """What :func:`lazy_index` did: ``indexed`` memories embedded now, ``left`` of those it found
+    still without a vector, ``more`` when it stopped at its limit (others may be waiting)."""
+
+    indexed: int = 0
+    left: int = 0
+    more: bool = False
+
+    @property
+    def incomplete(self) -> bool:
+        return self.left > 0 or self.more
+
+
+def lazy_index(owner_ids, ctx: VectorContext, *, limit: int) -> LazyIndexed:
     """Embed up to ``limit`` not-yet-indexed memories of ``owner_ids`` (bounded work on a read)."""
     if limit <= 0:
-        return 0
+        return LazyIndexed()
     # Walk the partial index of pending rows (tiny when the index is up to date);
     # left to itself the planner prefers the owner index and visits every row
     # of the owner.
@@ -287,15 +300,17 @@ def lazy_index(owner_ids, ctx: VectorContext, *, limit: int) -> int:
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, limit])
         seqs = [row[0] for row in cursor.fetchall()]
+    more = len(seqs) >= limit
     if not seqs or index_signature(ctx).stale:
         # A stale index is rebuilt by the reindex, never on a read.
-        return 0
+        return LazyIndexed(0, len(seqs), more)
     pending = list(Memory.objects.filter(seq__in=seqs).only("seq", "owner_id", "content"))
     try:
-        return index_memories(pending, ctx)
+        indexed = index_memories(pending, ctx)
     except EmbeddingError as exc:
         logger.warning("lazy embedding of %s memories failed: %s", len(pending), exc)
-        return 0
+        indexed = 0
+    return LazyIndexed(indexed, len(seqs) - indexed, more)
 
 
 def pending_count() -> int:

@@ -280,3 +280,16 @@ def test_bulk_writes_leave_slow_sources_to_the_background(alice):
     update_memory_settings({"embeddingSource": "transformers"})
     memory_bulk_create([MemoryInput(owner=alice, content="a fact")])
     assert pending_count() == 1
+
+
+def test_memories_still_waiting_for_vectors_are_said_in_the_resolution(alice, settings):
+    """After a rebuild the index fills in the background; meanwhile a search says what it cannot see."""
+    for text in ("My dog is a golden retriever", "I play the cello", "We ship on Fridays"):
+        make_memory(alice, content=text)  # their indexing task runs on commit, never here
+    settings.MEMORY_LAZY_EMBED_PER_REQUEST = 1
+    first = retrieve(owner_ids=frozenset({alice.pk}), query="my pet", strategy="semantic")
+    assert "more memories may wait (reindex in progress)" in first.resolution["fallbackReason"]
+    settings.MEMORY_LAZY_EMBED_PER_REQUEST = 16
+    rest = retrieve(owner_ids=frozenset({alice.pk}), query="my pet", strategy="semantic")
+    assert rest.resolution["fallbackReason"] is None  # the lazy pass embedded the last two
+    assert contents(rest)[0] == "My dog is a golden retriever"
