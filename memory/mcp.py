@@ -165,7 +165,8 @@ def search_memories(
             "memories": memories,
             "count": len(memories),
             "totalTokens": sum(estimate_tokens(hit.memory.content) for hit in hits),
-            "strategy": settings.retrieval_strategy,
+            # What ran (the configured strategy may have degraded, e.g. to keyword); resolution says why.
+            "strategy": resolution["strategyUsed"] if resolution else settings.retrieval_strategy,
             "resolution": resolution,
         },
     }

@@ -311,3 +311,19 @@ def test_stdio_refuses_to_start_without_a_valid_token(monkeypatch):
         call_command("mcp_server")
     with pytest.raises(CommandError, match="This read token is bound to no API key"):
         call_command("mcp_server", "--token", unbound_token("read"))
+
+
+def test_search_reports_the_strategy_that_ran_not_the_one_configured(db, settings):
+    """Hybrid configured, no vector tier: the tool says keyword ran (and why), as retrieve-preview does."""
+    from memory.access import Principal
+    from memory.mcp import search_memories
+    from tests.factories import make_memory
+
+    settings.VECTOR_STORE_DISABLE_VEC = True
+    alice = ApiKey.issue(name="alice")[0]
+    make_memory(alice, "We run PostgreSQL 16 in production")
+    update_memory_settings({"strategy": "hybrid"})
+    principal = Principal(scope="read", owner_ids=frozenset({alice.pk}), label="test")
+    data = search_memories(principal, query="postgresql")["data"]
+    assert data["count"] == 1 and data["strategy"] == "keyword"
+    assert data["resolution"]["strategyRequested"] == "hybrid" and data["resolution"]["fallbackReason"]
