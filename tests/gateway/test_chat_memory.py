@@ -249,3 +249,19 @@ def test_memory_settings_turned_off_at_runtime_stop_injection(
     chat(gateway, secret)
 
     assert upstream.last.messages == HELLO
+
+
+def test_the_readme_example_with_default_settings(gateway, upstream, provider, alice_secret, extractions):
+    """The README's example, with nothing set but memory on: the theme question gets the theme, and
+    not another preference."""
+    alice, secret = alice_secret
+    update_memory_settings({"enabled": True})
+    chat(gateway, secret, messages=[{"role": "user", "content": "I prefer PostgreSQL for databases."}])
+    extractions.wait()
+    chat(gateway, secret, messages=[{"role": "user", "content": "I prefer dark mode."}])
+    extractions.wait(2)
+    assert Memory.objects.filter(owner=alice).count() == 2
+    chat(gateway, secret, messages=[{"role": "user", "content": "Which theme do I like?"}])
+    system = upstream.last.messages[0]
+    assert system["role"] == "system" and "dark mode" in system["content"]
+    assert "PostgreSQL" not in system["content"]
