@@ -130,11 +130,8 @@ def test_a_model_change_falls_back_to_fts_until_reindexed(alice, settings):
     )
 
 
-@respx.mock
-def test_a_failing_remote_embedding_degrades_to_fts_with_the_reason(alice):
-    respx.post("http://127.0.0.1:9/v1/embeddings").mock(
-        return_value=httpx.Response(500, json={"error": "boom"})
-    )
+def use_a_remote_source_at_port_9():
+    """A remote embedding source on 127.0.0.1:9 (answered by respx in the tests that use it)."""
     update_memory_settings(
         {
             "embeddingSource": "remote",
@@ -143,6 +140,14 @@ def test_a_failing_remote_embedding_degrades_to_fts_with_the_reason(alice):
             "allowPrivateUrls": True,
         }
     )
+
+
+@respx.mock
+def test_a_failing_remote_embedding_degrades_to_fts_with_the_reason(alice):
+    respx.post("http://127.0.0.1:9/v1/embeddings").mock(
+        return_value=httpx.Response(500, json={"error": "boom"})
+    )
+    use_a_remote_source_at_port_9()
     make_memory(alice, content="PostgreSQL in production")
     result = retrieve(owner_ids=frozenset({alice.pk}), query="postgresql", strategy="semantic")
     assert [h.tier for h in result.hits] == ["fts5"]
@@ -172,14 +177,7 @@ def test_a_hybrid_degraded_by_a_pending_reindex_reports_keyword_and_no_vector_st
 @respx.mock
 def test_a_failed_query_embedding_reports_keyword_and_no_vector_store(alice):
     respx.post("http://127.0.0.1:9/v1/embeddings").mock(return_value=httpx.Response(500, json={}))
-    update_memory_settings(
-        {
-            "embeddingSource": "remote",
-            "customBaseUrl": "http://127.0.0.1:9/v1",
-            "customModelId": "m",
-            "allowPrivateUrls": True,
-        }
-    )
+    use_a_remote_source_at_port_9()
     make_memory(alice, content="PostgreSQL in production")
     result = retrieve(owner_ids=frozenset({alice.pk}), query="postgresql", strategy="hybrid")
     assert resolution_of(result) == ("hybrid", "keyword", "none")
