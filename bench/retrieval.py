@@ -67,6 +67,43 @@ def _int8_scan(n: int, dim: int) -> str:
     return f"on, kernel {check.detail}" if check.exact else f"OFF: {check.detail}"
 
 
+def _plain_fts(owner, qs, *, same_terms: bool) -> dict:
+    """The keyword floor: a bare FTS5 table of this owner's rows alone (same tokenizer), the query
+    terms OR-ed, bm25 top 10 — what a 20-line keyword index does, with no owner filter or join.
+    ``same_terms``: the terms our query keeps (after the document-frequency pruning), else all."""
+    from django.db import connection
+
+    from memory.retrieval.fts import MAX_TERMS, quote_term, selective_terms
+    from memory.retrieval.relevance import query_terms
+
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS bench_plain_fts")
+        cursor.execute(
+            "CREATE VIRTUAL TABLE bench_plain_fts USING fts5(content, tokenize='porter unicode61 remove_diacritics 2')"
+        )
+        cursor.execute(
+            "INSERT INTO bench_plain_fts(rowid, content) SELECT seq, content FROM memories WHERE owner_id = %s",
+            [owner.pk.hex],
+        )
+        samples = []
+        for q in qs:
+            terms = query_terms(q)[:MAX_TERMS]
+            if same_terms and terms:
+                terms = selective_terms(terms)
+            if not terms:
+                continue
+            expression = " OR ".join(quote_term(t) for t in terms)
+            started = time.perf_counter()
+            cursor.execute(
+                "SELECT rowid, rank FROM bench_plain_fts WHERE bench_plain_fts MATCH %s ORDER BY rank LIMIT 10",
+                [expression],
+            )
+            cursor.fetchall()
+            samples.append((time.perf_counter() - started) * 1000)
+        cursor.execute("DROP TABLE bench_plain_fts")
+    return summary(samples)
+
+
 def _load_owner(n: int, seed: int):
     from memory.models import ApiKey
     from memory.services.indexing import reindex_all
@@ -109,14 +146,11 @@ def run() -> dict:
         owners = frozenset({owner.pk})
         retrieve(owner_ids=owners, query=qs[0], strategy="hybrid", limit=10)  # loads the owner's matrix
         lat = {}
-        for strategy, use_vectors in (("hybrid", True), ("semantic", True), ("fts", False)):
-            engine_strategy = "hybrid" if strategy == "fts" else strategy
+        for strategy in ("hybrid", "semantic", "keyword"):
             samples = []
             for q in qs:
                 started = time.perf_counter()
-                retrieve(
-                    owner_ids=owners, query=q, strategy=engine_strategy, limit=10, use_vectors=use_vectors
-                )
+                retrieve(owner_ids=owners, query=q, strategy=strategy, limit=10)
                 samples.append((time.perf_counter() - started) * 1000)
             lat[strategy] = summary(samples)
         # numpy brute force over the same vectors, queries embedded by the same source
@@ -125,6 +159,8 @@ def run() -> dict:
             matrix = np.stack([np.frombuffer(row[0], dtype=np.float32) for row in cursor.fetchall()])
         qvecs = ctx.source.embed(qs)
 
+        plain = _plain_fts(owner, qs, same_terms=True)
+        plain_all = _plain_fts(owner, qs, same_terms=False)
         numpy_lat = summary([t for v in qvecs for t in time_ms(lambda v=v, m=matrix: _scan(m, v), 1)])
         same = _same_top10_as_numpy(ctx.store, owner.pk.hex, matrix, qvecs)
         same_float = _same_as_float_scan(ctx.store, owner.pk.hex, qvecs)
@@ -135,6 +171,9 @@ def run() -> dict:
             "load_s": round(load_s, 1),
             **lat,
             "numpy_scan": numpy_lat,
+            "plain_fts5_same_terms": plain,
+            "plain_fts5_all_terms": plain_all,
+            "keyword_over_plain_fts5": round(lat["keyword"]["p50"] / plain["p50"], 2),
             "query_embedding": embed_lat,
             "vector_top10_same_as_numpy": same,
             "vector_top10_same_as_float_scan": same_float,
@@ -143,12 +182,17 @@ def run() -> dict:
         }
         print(
             f"{n:>7,} memories/owner (loaded + indexed in {load_s:.1f} s): hybrid p50 {lat['hybrid']['p50']} ms "
-            f"p95 {lat['hybrid']['p95']} ms | semantic p50 {lat['semantic']['p50']} | FTS-only p50 {lat['fts']['p50']} "
+            f"p95 {lat['hybrid']['p95']} ms | semantic p50 {lat['semantic']['p50']} | keyword p50 {lat['keyword']['p50']} "
             f"| numpy scan p50 {numpy_lat['p50']} ms p95 {numpy_lat['p95']} | query embedding p50 {embed_lat['p50']} ms "
             f"| target hybrid p50 ≤ {target:.2f} ms | vector top-10 scores equal to numpy's for {same}/{len(qvecs)} queries"
         )
         print(
             f"{'':>7}  int8 pre-scan {int8} | top-10 rows and scores equal to the store's float32 scan "
             f"for {same_float}/{len(qvecs)} queries"
+        )
+        print(
+            f"{'':>7}  keyword p50 {lat['keyword']['p50']} ms against plain FTS5 on this owner's rows with the "
+            f"same terms {plain['p50']} ms: {lat['keyword']['p50'] / plain['p50']:.2f}x (target ≤ 1.5x); "
+            f"with every term {plain_all['p50']} ms"
         )
     return results
