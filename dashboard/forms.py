@@ -17,7 +17,7 @@ STRATEGY_LABELS = {
     "exact": "Recent (newest first)",
     "keyword": "Keyword (FTS5 bm25)",
     "semantic": "Semantic (vector)",
-    "hybrid": "Hybrid (RRF)",
+    "hybrid": "Hybrid (keywords + meaning)",
 }
 
 

@@ -76,7 +76,7 @@ SETTINGS_STRATEGIES = (
     ("recent", "Recent", "Newest memories first, within the budget. No search."),
     ("keyword", "Keyword", "Full-text search (FTS5 bm25) alone."),
     ("semantic", "Semantic", "Nearest memories by meaning (needs an embedding source)."),
-    ("hybrid", "Hybrid", "Keywords and meaning fused with RRF; falls back to keywords."),
+    ("hybrid", "Hybrid", "Keywords and meaning fused by their normalised scores; falls back to keywords."),
 )
 # Changing this event name means changing static/dashboard/studio.js too.
 CHANGED_EVENT = "memory-changed"
