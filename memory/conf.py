@@ -44,7 +44,8 @@ class MemorySettings:
     skillsEnabled: bool = True
     autoSummarize: bool = False
     scope: str = "apiKey"
-    extractFromAssistant: bool = True
+    # Off by default (reference L1): what the assistant says is not the user's fact.
+    extractFromAssistant: bool = False
     embeddingSource: str = "auto"
     embeddingProviderModel: str | None = None
     transformersEnabled: bool = True

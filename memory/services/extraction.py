@@ -12,7 +12,8 @@ Differences from the reference, deliberate:
   logged with its context and skipped, except a transient database error (``OperationalError``: the database is locked or busy), which is re-raised so
   the task is retried — the writes are upserts on ``(owner, key)``, so a retry cannot duplicate anything.
 
-The extraction itself (rules, polarity, 64 KiB tail) is :func:`memory.extraction.extract_facts`.
+The extraction itself (rules, polarity, what is not a statement of the user's fact, 64 KiB tail) is
+:func:`memory.extraction.extract_facts`.
 """
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ def test_what_is_said_in_one_request_is_injected_in_the_next(
 
     assert upstream.last.messages[0] == {
         "role": "system",
-        "content": "Memory context: dark mode in my editor",
+        "content": "Memory context: Prefers dark mode in my editor",
     }
     memory = Memory.objects.get(owner=alice)
     assert memory.key == "preference:dark_mode_in_my_editor"
@@ -195,6 +195,7 @@ def test_a_stream_is_learned_from_its_assembled_answer(
     gateway, upstream, provider, memory_on, alice_secret, extractions
 ):
     alice, secret = alice_secret
+    update_memory_settings({"extractFromAssistant": True})  # off by default
     upstream.reply = "Noted. I usually write tests first."
 
     stream_text(

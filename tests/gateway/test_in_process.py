@@ -11,6 +11,7 @@ import respx
 
 from gateway.models import UpstreamProvider
 from gateway.workers import wait_for_after_response_work
+from memory.conf import update_memory_settings
 from memory.models import ApiKey, Memory
 from tests.factories import make_memory
 
@@ -37,6 +38,7 @@ def completion(text):
 def test_the_sync_test_client_gets_an_answer_with_memory(client, mocked_upstream):
     key, secret = ApiKey.issue(name="alice")
     make_memory(key, "Alice likes tea")
+    update_memory_settings({"extractFromAssistant": True})  # what is learned here is the answer's
     route = mocked_upstream.post(f"{UPSTREAM}/chat/completions").mock(
         return_value=httpx.Response(200, json=completion("I prefer green tea."))
     )

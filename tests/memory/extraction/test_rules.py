@@ -19,7 +19,8 @@ from memory.extraction import (
     opposite_key,
     slugify,
 )
-from memory.extraction.rules import JS_WHITESPACE_CLASS, js_regex
+from memory.extraction.rules import js_regex
+from memory.extraction.scanner import scan_text
 
 
 def triples(text: str | None) -> list[tuple[str, str, str]]:
@@ -38,54 +39,57 @@ def keys(text: str | None) -> list[str]:
     [
         (
             "I prefer dark mode in my editor.",
-            [("preference:dark_mode_in_my_editor", "dark mode in my editor", "factual")],
+            [("preference:dark_mode_in_my_editor", "Prefers dark mode in my editor", "factual")],
         ),
         (
             "I like TypeScript over JavaScript.",
-            [("preference:typescript_over_javascript", "TypeScript over JavaScript", "factual")],
+            [("preference:typescript_over_javascript", "Likes TypeScript over JavaScript", "factual")],
         ),
         (
             "My favorite is VS Code for editing.",
-            [("preference:vs_code_for_editing", "VS Code for editing", "factual")],
+            [("preference:vs_code_for_editing", "Favourite: VS Code for editing", "factual")],
         ),
         (
             "I'll use PostgreSQL for this project.",
-            [("decision:postgresql_for_this_project", "PostgreSQL for this project", "episodic")],
+            [("decision:postgresql_for_this_project", "Will use PostgreSQL for this project", "episodic")],
         ),
         (
             "I decided to migrate to Docker.",
-            [("decision:migrate_to_docker", "migrate to Docker", "episodic")],
+            [("decision:migrate_to_docker", "Decided: migrate to Docker", "episodic")],
         ),
-        ("I have decided to go with Rust", [("decision:go_with_rust", "go with Rust", "episodic")]),
-        ("I'm going to use Vite, and Vitest.", [("decision:vite", "Vite", "episodic")]),
-        ("Im going with Bun", [("decision:bun", "Bun", "episodic")]),
+        ("I have decided to go with Rust", [("decision:go_with_rust", "Decided: go with Rust", "episodic")]),
+        ("I'm going to use Vite, and Vitest.", [("decision:vite", "Will use Vite", "episodic")]),
+        ("Im going with Bun", [("decision:bun", "Will use Bun", "episodic")]),
         (
             "I'm going to adopt Kubernetes next quarter.",
-            [("decision:kubernetes_next_quarter", "Kubernetes next quarter", "episodic")],
+            [("decision:kubernetes_next_quarter", "Will use Kubernetes next quarter", "episodic")],
         ),
         (
             "I usually start with tests first.",
-            [("pattern:start_with_tests_first", "start with tests first", "factual")],
+            [("pattern:start_with_tests_first", "Usually start with tests first", "factual")],
         ),
         (
             "I tend to use functional components.",
-            [("pattern:use_functional_components", "use functional components", "factual")],
+            [("pattern:use_functional_components", "Tends to use functional components", "factual")],
         ),
         (
             "I often work late! Then sleep",
-            [("pattern:work_late_then_sleep", "work late! Then sleep", "factual")],
+            [("pattern:work_late_then_sleep", "Often work late! Then sleep", "factual")],
         ),
-        ("I typically use pnpm, not npm.", [("pattern:use_pnpm", "use pnpm", "factual")]),
-        ("my favourite are dumplings", [("preference:dumplings", "dumplings", "factual")]),
-        ("i PREFER Lowercase Trigger", [("preference:lowercase_trigger", "Lowercase Trigger", "factual")]),
+        ("I typically use pnpm, not npm.", [("pattern:use_pnpm", "Typically use pnpm", "factual")]),
+        ("my favourite are dumplings", [("preference:dumplings", "Favourite: dumplings", "factual")]),
+        (
+            "i PREFER Lowercase Trigger",
+            [("preference:lowercase_trigger", "Prefers Lowercase Trigger", "factual")],
+        ),
         (
             "I really prefer   tabs\tover spaces",
-            [("preference:tabs_over_spaces", "tabs over spaces", "factual")],
+            [("preference:tabs_over_spaces", "Prefers tabs over spaces", "factual")],
         ),
-        ("Hi, I prefer tea\nand coffee", [("preference:tea", "tea", "factual")]),
+        ("Hi, I prefer tea\nand coffee", [("preference:tea", "Prefers tea", "factual")]),
         (
             "Yesterday I picked Svelte; it was fine.",
-            [("decision:svelte_it_was_fine", "Svelte; it was fine", "episodic")],
+            [("decision:svelte_it_was_fine", "Picked Svelte; it was fine", "episodic")],
         ),
         ("The sky is blue. Water is wet. 2 + 2 = 4.", []),
     ],
@@ -97,9 +101,9 @@ def test_it_reproduces_the_reference_worked_examples(text, expected):
 def test_it_extracts_one_fact_per_category_in_family_order():
     text = "I prefer TypeScript. I'll use Next.js for this project. I usually write tests first."
     assert triples(text) == [
-        ("preference:typescript", "TypeScript", "factual"),
-        ("decision:next", "Next", "episodic"),
-        ("pattern:write_tests_first", "write tests first", "factual"),
+        ("preference:typescript", "Prefers TypeScript", "factual"),
+        ("decision:next", "Will use Next", "episodic"),
+        ("pattern:write_tests_first", "Usually write tests first", "factual"),
     ]
 
 
@@ -118,15 +122,15 @@ def test_it_emits_all_preferences_then_decisions_then_patterns():
 
 
 def test_it_deduplicates_within_a_batch():
-    assert triples("I prefer vim. I prefer vim.") == [("preference:vim", "vim", "factual")]
+    assert triples("I prefer vim. I prefer vim.") == [("preference:vim", "Prefers vim", "factual")]
 
 
 def test_the_first_rule_producing_a_key_wins_the_dedup():
-    assert triples("I enjoy hiking. I love hiking.") == [("preference:hiking", "hiking", "factual")]
+    assert triples("I enjoy hiking. I love hiking.") == [("preference:hiking", "Enjoys hiking", "factual")]
 
 
 def test_it_keeps_matches_of_several_rules_in_one_text():
-    assert keys("I enjoy hiking. I love my dog.") == ["preference:hiking", "preference:my_dog"]
+    assert keys("I enjoy hiking. I love my dog.") == ["preference:hiking", "preference:my_dog", "pet:dog"]
 
 
 @pytest.mark.parametrize(
@@ -136,9 +140,16 @@ def test_it_drops_phrases_shorter_than_three_characters(text):
     assert extract_facts(text) == []
 
 
-@pytest.mark.parametrize("text", ["My favorite color is blue.", "I'd like coffee.", "I dislike: colons"])
+@pytest.mark.parametrize("text", ["I'd like coffee.", "I dislike: colons"])
 def test_it_ignores_phrasings_outside_the_patterns(text):
     assert extract_facts(text) == []
+
+
+def test_it_learns_a_named_favourite_that_the_reference_missed():
+    # The reference needed "my favorite is X": "my favorite color is blue" taught nothing.
+    assert triples("My favorite color is blue.") == [
+        ("preference:color_is_blue", "Favourite color is blue", "factual")
+    ]
 
 
 def test_it_cuts_the_slug_at_forty_characters():
@@ -152,7 +163,7 @@ def test_it_strips_a_trailing_underscore_after_cutting_the_slug():
     assert [(f.key, f.content) for f in facts] == [
         (
             "preference:a_really_long_name_with_punctuation_and",
-            "a really-long --- name with punctuation!!! and more words",
+            "Prefers a really-long --- name with punctuation!!! and more words",
         )
     ]
 
@@ -162,7 +173,7 @@ def test_it_turns_non_ascii_letters_into_underscores_in_keys():
 
 
 def test_it_keeps_a_leading_underscore_in_the_slug():
-    assert triples("I love 🍕 pizza") == [("preference:_pizza", "🍕 pizza", "factual")]
+    assert triples("I love 🍕 pizza") == [("preference:_pizza", "Loves 🍕 pizza", "factual")]
 
 
 def test_it_caps_content_at_500_characters():
@@ -173,9 +184,10 @@ def test_it_caps_content_at_500_characters():
 
 
 def test_it_counts_the_500_cap_in_utf16_units_without_splitting_a_surrogate_pair():
-    # 499 ASCII units, then an emoji (2 units) that straddles the cut: JavaScript keeps half of it.
-    facts = extract_facts("I prefer " + "a" * 499 + "🍕🍕.")
-    assert facts[0].content == "a" * 499
+    # "Prefers " and 491 ASCII units are 499, then an emoji (2 units) straddles the cut: JavaScript
+    # would keep half of it.
+    facts = extract_facts("I prefer " + "a" * 491 + "🍕🍕.")
+    assert facts[0].content == "Prefers " + "a" * 491
 
 
 def test_it_scans_only_the_last_64_kib():
@@ -245,7 +257,7 @@ def test_a_dislike_does_not_overwrite_the_like_of_the_same_thing():
     # Reference #20 gave a single "preference:cats" (sentiment lost, L3).
     facts = extract_facts("I like cats. I hate cats.")
     assert [(f.key, f.content, f.polarity) for f in facts] == [
-        ("preference:cats", "cats", "positive"),
+        ("preference:cats", "Likes cats", "positive"),
         ("preference:not:cats", "Dislikes: cats", "negative"),
     ]
     assert opposite_key(facts[0].key) == facts[1].key
@@ -254,7 +266,7 @@ def test_a_dislike_does_not_overwrite_the_like_of_the_same_thing():
 def test_a_never_habit_does_not_share_a_key_with_an_always_habit():
     facts = extract_facts("I always commit directly to main. I never commit directly to main.")
     assert [(f.key, f.content, f.polarity) for f in facts] == [
-        ("pattern:commit_directly_to_main", "commit directly to main", "positive"),
+        ("pattern:commit_directly_to_main", "Always commit directly to main", "positive"),
         ("pattern:not:commit_directly_to_main", "Never: commit directly to main", "negative"),
     ]
 
@@ -376,24 +388,28 @@ def test_it_follows_javascript_regex_semantics(text, expected_keys):
 
 def test_the_capture_keeps_punctuation_other_than_period_comma_and_newline():
     (fact,) = extract_facts("I prefer tabs! spaces? never; ok: sure\rdone")
-    assert fact.content == "tabs! spaces? never; ok: sure done"
+    assert fact.content == "Prefers tabs! spaces? never; ok: sure done"
 
 
 def test_the_content_keeps_the_original_case_and_characters():
     (fact,) = extract_facts("I PREFER NaÏve İstanbul Kelvin\u212a")
-    assert fact.content == "NaÏve İstanbul Kelvin\u212a"
+    assert fact.content == "Prefers NaÏve İstanbul Kelvin\u212a"
 
 
 _FUZZ_WORDS = (
     "I i I' Im I'm I am my My favorite favourite is are prefer PREFER like Like really don't dont do not "
     "hate dislike avoid enjoy love 'll will use chose have 've decided to going with adopt selected "
     "picked went usually always never typically tend often frequently regularly tea Go naïve 🍕 é İ "
-    "\u212a AI x"
+    "\u212a AI x name is called live in work at as use using have a two dog cat wife kids next friday on the "
+    "15th married fan of je j'habite à préfère suis eu moro em sou tenho gosto de não uma"
 ).split(" ")
 _FUZZ_TRIGGERS = (
     "I_prefer I_really_like I_like I_don't_like I_do_not_like I_hate my_favourite_are I'll_use "
     "I_will_use Iwill_use I_am_going_to_use I'm_going_with Im_going_adopt I've_decided_to I_have_decided "
-    "I_chose I_picked I_went_with I_tend_to I_frequently I_never I_usually i_LOVE I_enjoy"
+    "I_chose I_picked I_went_with I_tend_to I_frequently I_never I_usually i_LOVE I_enjoy my_name_is "
+    "I'm_called I_live_in I've_moved_to I_work_at I'm_a I_use we're_using my_wife I_have_two my_dog "
+    "I_have_a I'm_married I'm_getting_married_on je_m'appelle j'habite_à je_travaille_chez j'ai_un "
+    "eu_moro_em me_chamo não_gosto_de tenho_um"
 ).split(" ")
 _FUZZ_SEPARATORS = [
     " ",
@@ -428,29 +444,21 @@ def _fuzz_text(rng: random.Random) -> str:
     return "".join(parts)
 
 
-def _reference_extract(text: str) -> list[tuple[str, str]]:
-    """A literal transcription of reference §2.2 with the faithful regexes, for short texts."""
-    seen: set[str] = set()
-    out = []
-    for family in REGISTRY:
-        for rule in family.rules:
-            for match in js_regex(rule.source).finditer(text):
-                phrase = re.sub(JS_WHITESPACE_CLASS + "+", " ", match.group(1)).strip(" ")
-                if len(phrase.encode("utf-16-le")) // 2 < 3:
-                    continue
-                negative = rule.polarity == "negative"
-                key = fact_key(family.category, phrase, negative=negative)
-                if key not in seen:
-                    seen.add(key)
-                    out.append((key, f"{family.negative_label}: {phrase}" if negative else phrase))
-    return out
-
-
 def test_the_fast_scanner_finds_exactly_what_the_faithful_regexes_find():
+    # Rule by rule, the scanner on the scan text captures exactly the spans the faithful translation
+    # captures on the original text (what is then made of a capture is tested above).
     rng = random.Random(1234)
     for _ in range(3000):
         text = _fuzz_text(rng)
-        assert [(f.key, f.content) for f in extract_facts(text)] == _reference_extract(text), text
+        scanned = scan_text(text)
+        words = set(re.findall(r"[^\W\d_]+", scanned)) | set(re.findall(r"[a-z]+", scanned))
+        for family in REGISTRY:
+            for rule in family.rules:
+                fast = [m.span(1) for m in rule.pattern.finditer(scanned)]
+                faithful = [m.span(1) for m in js_regex(rule.source).finditer(text)]
+                assert fast == faithful, (rule.name, text)
+                # A match always contains one of the rule's anchor words, so skipping is safe.
+                assert not fast or not words.isdisjoint(rule.anchors), (rule.name, text)
 
 
 def test_every_rule_anchor_appears_in_its_source():

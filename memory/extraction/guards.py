@@ -1,0 +1,105 @@
+"""Where a rule's match is not a statement of the user's own fact (SPEC §3).
+
+A trigger phrase is ignored when it sits in
+
+* a **question**: its sentence ends with ``?``, or starts with an interrogative word or an auxiliary
+  inversion ("Do I prefer tabs?", "where do i work", "Est-ce que…", "Devrais-je…", "Será que…");
+* a **request**: its sentence starts with an imperative or a request to the assistant ("Can you use
+  Python", "Please use Go", "Let's use Docker", "Utilise PostgreSQL", "Escreva…");
+* a **hypothetical** or **reported speech**: a marker earlier in its sentence ("If I lived in Paris…",
+  "Imagine I work at…", "She said she…", "Si j'habitais…", "Se eu morasse…", "Ela disse que…");
+* **quoted speech**: between quotation marks ("my boss said 'I love Java'", « j'adore Java »).
+
+Sentences are cut at ``.``, ``!``, ``?`` and line breaks; the checks run on the scan text (ASCII
+lower-cased, see :func:`memory.extraction.scanner.scan_text`) and only for sentences where a rule matched,
+so a long text without triggers costs nothing here.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+__all__ = ["Guard"]
+
+_TERMINATORS = ".!?\n"
+
+# Words a sentence may open with before its real start ("ok so I've decided…", "hey, my name's Tom").
+_FILLERS = (
+    r"(?:(?:so|ok|okay|hey|hi|hello|well|also|and|but|btw|hmm+|um+|oh|right|alright|yeah|yes|no|anyway|"
+    r"bon|alors|bref|salut|bonjour|coucou|euh|oi|olá|ola|então|entao|bom|enfim)\b[\s,!:-]*)*"
+)
+_INTERROGATIVE = (
+    # English auxiliary inversion and wh-words
+    r"do|does|did|don't|dont|can|could|should|would|will|shall|is|are|am|was|were|have|has|had|may|"
+    r"might|must|what|what's|whats|where|where's|when|who|who's|whom|whose|why|which|how|"
+    # French
+    r"est-ce|qu'est-ce|où|comment|pourquoi|quand|quel|quelle|quels|quelles|combien|qui|que|"
+    r"[a-zàâçéèêëîïôûùüÿœ]+-(?:je|tu|il|elle|on|nous|vous|ils|elles)|"
+    # Portuguese
+    r"onde|qual|quais|quando|como|por\s+que|porque|quem|quanto|quantos|quantas|será|sera|devo|"
+    r"posso|podes|pode|poderia"
+)
+_REQUEST = (
+    r"please(?!\s+(?:keep\s+in\s+mind|note|remember|be\s+aware))|pls|plz|kindly|use|write|tell|give|help|"
+    r"make|let's|lets|let\s+me|do\s+not|translate|explain|summarize|summarise|draft|generate|fix|act|show|"
+    r"create|list|find|check|describe|compare|recommend|suggest|pretend|imagine|suppose|assume|assuming|"
+    r"hypothetically|maybe|perhaps|not\s+sure|you|you're|thanks|thank|"
+    r"utilise|utilisez|écris|écrivez|ecris|donne|donnez|explique|expliquez|traduis|traduisez|aide|aidez|"
+    r"fais|faites|montre|merci|dis|dites|imaginons|supposons|admettons|résume|rédige|corrige|si|tu|vous|"
+    r"usa|escreva|escreve|me\s+explica|me\s+explique|explique|explica|traduza|traduz|me\s+ajuda|ajude|"
+    r"faça|faz|mostre|mostra|obrigado|obrigada|suponha|imagina|se|diga|me\s+diga|me\s+fala|resuma|crie|"
+    r"gere|corrija|você|voce"
+)
+_OPENING = re.compile(
+    rf"[\s\"'“”«»(*-]*{_FILLERS}(?:{_INTERROGATIVE}|{_REQUEST})"
+    r"(?:-(?:moi|toi|nous|vous|lui|leur|le|la|les|me|te))?(?![\w'’-])"
+)
+
+# A marker anywhere before the trigger in its sentence.
+_MARKER = re.compile(
+    r"(?<![\w'’])(?:"
+    r"if|whether|imagine|imagining|suppose|supposing|assume|assuming|hypothetically|pretend|pretending|"
+    r"let's\s+say|lets\s+say|what\s+if|would|wonder|unless|in\s+case|as\s+if|said|says|told|tells|"
+    r"claims|claimed|asked|asks|wants\s+me\s+to|want\s+me\s+to|not\s+sure|unsure|"
+    r"si(?!\s+(?:te|vous)\s)|s'il(?!\s+(?:te|vous)\s+pla)|imaginons|imaginez|supposons|admettons|"
+    r"disons|dit|disait|je\s+me\s+demande|aimerais|voudrais|"
+    r"se(?=\s+(?:eu|a\s+gente|você|voce|nós|nos|tu|ele|ela|fosse|for)\b)|suponha|suponhamos|imagina|"
+    r"caso|digamos|disse|diz|falou|gostaria|será\s+que|queria"
+    r")(?![\w'’-])"
+)
+
+# Quoted passages. A single quote opens only after a non-letter (so "I'm", "J'habite" are not quotes).
+_QUOTED = re.compile(r"\"[^\"\n]*\"?|“[^”\n]*”?|«[^»\n]*»?|„[^“”\n]*[“”]?|(?<!\w)'[^'\n]+'(?!\w)")
+
+
+class Guard:
+    """Answers "is a match at this position a statement?" for one scan text, caching per sentence."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._sentences: dict[int, tuple[int, bool]] = {}
+        self._quotes: list[tuple[int, int]] | None = None
+
+    def allows(self, position: int) -> bool:
+        """``True`` when the match starting at ``position`` is in a plain statement (see module doc)."""
+        text = self._text
+        start = max(text.rfind(t, 0, position) for t in _TERMINATORS) + 1
+        cached = self._sentences.get(start)
+        if cached is None:
+            ends = [i for i in (text.find(t, position) for t in _TERMINATORS) if i != -1]
+            end = min(ends) if ends else len(text)
+            blocked = (end < len(text) and text[end] == "?") or bool(_OPENING.match(text, start))
+            cached = (end, blocked)
+            self._sentences[start] = cached
+        if cached[1]:
+            return False
+        if _MARKER.search(text, start, position):
+            return False
+        return not self._quoted(position)
+
+    def _quoted(self, position: int) -> bool:
+        if self._quotes is None:
+            self._quotes = [m.span() for m in _QUOTED.finditer(self._text)]
+        index = bisect.bisect_right(self._quotes, (position, len(self._text) + 1)) - 1
+        return index >= 0 and self._quotes[index][0] <= position < self._quotes[index][1]

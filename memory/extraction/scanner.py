@@ -1,0 +1,153 @@
+"""The building blocks of the rule registry: :class:`Rule`, :class:`RuleFamily` and the regex scanner.
+
+A rule's ``source`` is written in JavaScript regex syntax with flags ``gi`` (the reference's patterns are,
+§2.1). Porting notes (JavaScript ``/…/gi`` → Python ``re``):
+
+* JS ``\\b`` is ASCII-only and JS ``i`` (without ``u``) folds ASCII only, hence ``re.ASCII``; but JS ``\\s``
+  is Unicode whitespace, so every ``\\s`` in the sources is compiled to :data:`JS_WHITESPACE_CLASS`
+  (Python's own Unicode ``\\s`` differs: it includes ``\\x1c``–``\\x1f`` and ``\\x85``, not ``\\ufeff``).
+  :func:`js_regex` is that faithful translation; the scan itself runs an equivalent, faster form on a
+  normalised copy of the text (see :func:`_scanner`), checked against :func:`js_regex` by the tests.
+* Because only ASCII is folded, a French or Portuguese source spells its accented letters in lower case
+  (``préfère``): "Je préfère" and "JE PRéFèRE" match, "JE PRÉFÈRE" does not, exactly as in JavaScript.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "JS_WHITESPACE_CHARS",
+    "JS_WHITESPACE_CLASS",
+    "Polarity",
+    "Rule",
+    "RuleFamily",
+    "js_regex",
+    "rule",
+    "scan_text",
+]
+
+Polarity = Literal["positive", "negative"]
+
+# ECMAScript WhiteSpace + LineTerminator: exactly what JS `\s` and `String.prototype.trim` use.
+JS_WHITESPACE_CHARS = (
+    "\t\n\v\f\r \u00a0\u1680"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+JS_WHITESPACE_CLASS = r"[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+
+
+def js_regex(source: str) -> re.Pattern[str]:
+    """Compile a JavaScript ``/source/gi`` pattern with JavaScript's semantics (see module notes).
+
+    This is the faithful, straightforward translation; extraction scans with the equivalent but faster
+    :attr:`Rule.pattern` instead.
+    """
+    return re.compile(source.replace(r"\s", JS_WHITESPACE_CLASS), re.IGNORECASE | re.ASCII)
+
+
+_LEADING_WORD = re.compile(r"\\b([a-z]+)(?![?*+{])")
+_UPPERCASE_ESCAPE = re.compile(r"\\[A-Z]")
+# JS whitespace other than "\n" (which `[^.,\n]` treats specially); the scan text maps it to " ".
+_OTHER_WHITESPACE = re.compile(r"[\t\v\f\r\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]")
+_ASCII_OTHER_WHITESPACE = str.maketrans("\t\v\f\r", "    ")
+
+
+def _scanner(source: str) -> re.Pattern[str]:
+    """Compile ``source`` to run on :func:`scan_text` output, with the same matches as :func:`js_regex`
+    on the original text.
+
+    Why not just :func:`js_regex`: on 64 KiB it costs about 1 ms per rule whatever the text, because
+    ``re`` tries a case-insensitive pattern that starts with ``\\b`` at every position. On the scan text
+    (ASCII lower-cased, whitespace reduced to ``" "`` and ``"\\n"``) the pattern needs no ``IGNORECASE``,
+    ``\\s`` becomes the two-character class ``[ \\n]``, and the leading ``\\bword`` is rewritten as
+    ``word(?<=\\bword)`` so that ``re`` can skip ahead with its literal-prefix search.
+    """
+    if _UPPERCASE_ESCAPE.search(source):
+        raise ValueError(f"rule source uses an escape that lower-casing would change: {source!r}")
+    lowered = source.lower().replace(r"\s", r"[ \n]")
+    head = _LEADING_WORD.match(lowered)
+    if head is not None:
+        word = head.group(1)
+        lowered = f"{word}(?<=\\b{word}){lowered[head.end() :]}"
+    return re.compile(lowered, re.ASCII)
+
+
+def scan_text(text: str) -> str:
+    """Return the text rules scan: same length and indices as ``text``, ASCII letters lower-cased, and
+    every JavaScript whitespace character other than ``"\\n"`` replaced by ``" "``.
+
+    JavaScript's ``i`` flag (without ``u``) never folds a non-ASCII character onto an ASCII one, whereas
+    ``str.lower`` is Unicode-aware. Exactly two code points lower-case to ASCII: U+0130 (to two characters, which would shift indices) and U+212A (Kelvin sign, to ``k``); they
+    become U+FFFD first, which no rule matches either.
+    """
+    if text.isascii():
+        return text.lower().translate(_ASCII_OTHER_WHITESPACE)
+    folded = text.replace("\u0130", "\ufffd").replace("\u212a", "\ufffd").lower()
+    return _OTHER_WHITESPACE.sub(" ", folded)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One trigger phrase.
+
+    ``source`` is the JavaScript-syntax regex (flags ``gi``) with exactly one capture group: the phrase
+    the fact is about, from which the key's slug is derived (so phrasings that capture the same phrase
+    share a key: "I live in Lyon" and "I moved to Lyon" are both ``residence:lyon``). ``template`` turns
+    the phrase into the stored content, with ``{}`` standing for it ("Prefers {}" → "Prefers dark
+    mode"), so that the injected text keeps its meaning. ``anchors`` are lower-case words of which every
+    match contains at least one, as a whole word (a run of letters: "I've" is "i" and "ve"); a text
+    containing none of them is not scanned (a set lookup: a long text costs one split, not one search per
+    rule).
+    ``capitalised`` requires the phrase to start with an upper-case letter in the original text (a name
+    after "I'm", told apart from "I'm tired"). ``pattern`` is compiled from ``source`` and runs on
+    :func:`scan_text` output.
+    """
+
+    name: str
+    source: str
+    anchors: tuple[str, ...]
+    polarity: Polarity | None
+    template: str
+    capitalised: bool
+    pattern: re.Pattern[str]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleFamily:
+    """Rules producing one category of fact, stored with one memory ``type``.
+
+    ``min_length`` is the shortest phrase kept, in UTF-16 code units: 3 as in the reference, 2 where a
+    real answer is that short (a name "Mo", a tool "Go").
+    """
+
+    category: str
+    memory_type: str
+    rules: tuple[Rule, ...]
+    min_length: int = 3
+
+
+def rule(
+    name: str,
+    source: str,
+    *,
+    anchors: tuple[str, ...],
+    template: str,
+    polarity: Polarity | None = None,
+    capitalised: bool = False,
+) -> Rule:
+    """Build a :class:`Rule`, compiling its scanner pattern (raises ``ValueError`` on a bad source)."""
+    if template.count("{}") != 1:
+        raise ValueError(f"rule template needs exactly one {{}}: {template!r}")
+    return Rule(
+        name=name,
+        source=source,
+        anchors=anchors,
+        polarity=polarity,
+        template=template,
+        capitalised=capitalised,
+        pattern=_scanner(source),
+    )
