@@ -30,6 +30,7 @@ from memory.services.extraction import user_text_from_request
 logger = logging.getLogger("gateway.chat")
 
 NO_MEMORY_HEADER = "x-omniroute-no-memory"
+NO_LEARN_HEADER = "x-omniroute-no-learn"  # inject what is known, learn nothing from this exchange
 SESSION_HEADER = "x-omniroute-session-id"
 NO_MEMORY_VALUES = frozenset({"true", "1", "yes"})
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -123,8 +124,8 @@ def validate_body(body: Any) -> dict[str, Any]:
     return body
 
 
-def _no_memory(headers: Mapping[str, str]) -> bool:
-    return (headers.get(NO_MEMORY_HEADER) or "").strip().lower() in NO_MEMORY_VALUES
+def _flag(headers: Mapping[str, str], name: str) -> bool:
+    return (headers.get(name) or "").strip().lower() in NO_MEMORY_VALUES
 
 
 @dataclass
@@ -134,6 +135,7 @@ class RoutedChat:
     provider: UpstreamProvider
     body: dict[str, Any]  # what goes upstream: memories injected, model renamed for the provider
     memory_on: bool  # the settings enable memory (``enabled`` and a token budget)
+    learning_on: bool  # memory on and the settings' ``learningEnabled``
     recalled: bool  # retrieval ran for this request (memory on, a conversation to inject into)
     injected: bool  # a memory message was really added (retrieval found something to inject)
     target: str  # the provider id whose role rules placed the memory message
@@ -181,6 +183,7 @@ def route_and_inject(
         provider=provider,
         body=body,
         memory_on=False,
+        learning_on=False,
         recalled=False,
         injected=False,
         target=target,
@@ -194,6 +197,7 @@ def route_and_inject(
             logger.exception("gateway.memory.settings_failed")
             routed.resolution = {"error": "memory settings could not be read"}
     routed.memory_on = settings is not None and settings.injection_enabled
+    routed.learning_on = routed.memory_on and settings.learningEnabled
     if routed.memory_on and should_inject_memory(body, enabled=True):
         try:
             result = retrieve_for_chat(
@@ -219,15 +223,16 @@ def prepare_chat(*, authorization: str | None, raw_body: bytes, headers: Mapping
 
     Memory (recall and, later, extraction) applies when the key did not send ``x-omniroute-no-memory``
     and the settings enable it (``enabled`` and ``maxTokens > 0``); see :func:`route_and_inject`.
+    Extraction also needs ``learningEnabled`` and no ``x-omniroute-no-learn`` header.
     """
     api_key = authenticate(authorization)
     body = parse_body(raw_body)
     header_session = (headers.get(SESSION_HEADER) or "").strip() or None
     routed = route_and_inject(
-        api_key=api_key, body=body, session_id=header_session, use_memory=not _no_memory(headers)
+        api_key=api_key, body=body, session_id=header_session, use_memory=not _flag(headers, NO_MEMORY_HEADER)
     )
     extraction = None
-    if routed.memory_on:
+    if routed.learning_on and not _flag(headers, NO_LEARN_HEADER):
         # Without the header each exchange gets its own session id, as in the reference (§2.5).
         extraction = ExtractionContext(
             owner_id=str(api_key.pk),

@@ -46,6 +46,8 @@ class MemorySettings:
     scope: str = "apiKey"
     # Off by default (reference L1): what the assistant says is not the user's fact.
     extractFromAssistant: bool = False
+    # Learning new facts from the exchanges, apart from injecting what is known.
+    learningEnabled: bool = True
     embeddingSource: str = "auto"
     embeddingProviderModel: str | None = None
     transformersEnabled: bool = True
@@ -148,6 +150,7 @@ NORMALISERS = {
     "autoSummarize": _bool,
     "scope": _choice(SCOPES),
     "extractFromAssistant": _bool,
+    "learningEnabled": _bool,
     "embeddingSource": _choice(EMBEDDING_SOURCES),
     "embeddingProviderModel": _model_name,
     "transformersEnabled": _bool,

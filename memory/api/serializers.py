@@ -173,6 +173,7 @@ class MemorySettingsSerializer(StrictSerializer):
     autoSummarize = StrictBooleanField(required=False)
     scope = serializers.ChoiceField(choices=conf.SCOPES, required=False)
     extractFromAssistant = StrictBooleanField(required=False)
+    learningEnabled = StrictBooleanField(required=False)
     embeddingSource = serializers.ChoiceField(choices=conf.EMBEDDING_SOURCES, required=False)
     embeddingProviderModel = ProviderModelField()
     transformersEnabled = StrictBooleanField(required=False)

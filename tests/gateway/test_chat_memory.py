@@ -266,3 +266,26 @@ def test_the_readme_example_with_default_settings(gateway, upstream, provider, a
     system = upstream.last.messages[0]
     assert system["role"] == "system" and "dark mode" in system["content"]
     assert "PostgreSQL" not in system["content"]
+
+
+@pytest.mark.parametrize("switch", ["header", "setting"])
+def test_learning_can_be_switched_off_while_injection_stays_on(
+    gateway, upstream, provider, memory_on, alice_secret, extractions, switch
+):
+    alice, secret = alice_secret
+    make_memory(alice, "Alice prefers dark mode")
+    headers = {"x-omniroute-no-learn": "true"} if switch == "header" else None
+    if switch == "setting":
+        update_memory_settings({"learningEnabled": False})
+    chat(gateway, secret, messages=[{"role": "user", "content": "I live in Lyon."}], headers=headers)
+    assert upstream.last.messages[0] == {
+        "role": "system",
+        "content": "Memory context: Alice prefers dark mode",
+    }
+    # A later exchange that may learn: its task runs after any the first one would have queued.
+    update_memory_settings({"learningEnabled": True})
+    chat(gateway, secret, messages=[{"role": "user", "content": "I work at Acme."}])
+    extractions.wait(1)
+    learned = set(Memory.objects.filter(owner=alice).values_list("content", flat=True))
+    assert "Alice prefers dark mode" in learned and not any("Lyon" in text for text in learned)
+    assert any("Acme" in text for text in learned)
