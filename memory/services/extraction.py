@@ -118,6 +118,18 @@ def _facts(user_text: str, assistant_text: str) -> list[Fact]:
     return facts
 
 
+MAX_SESSIONS_RECORDED = 50
+
+
+def _sessions_seen(first: str, metadata, session_id: str) -> list[str]:
+    """The sessions a fact was seen in, by when it was last seen there, the latest last (at most
+    ``MAX_SESSIONS_RECORDED``)."""
+    known = metadata.get("sessions") if isinstance(metadata, dict) else None
+    sessions = [s for s in known if isinstance(s, str)] if isinstance(known, list) else [first]
+    sessions = [s for s in sessions if s != session_id] + [session_id]
+    return [s for s in sessions if s][-MAX_SESSIONS_RECORDED:]
+
+
 def extraction_run(*, owner_id: str, session_id: str, user_text: str, assistant_text: str) -> list[Memory]:
     """Extract facts from ``user_text`` (source ``user_message``) and ``assistant_text`` (source
     ``llm_response``) and upsert each as a memory of ``owner_id`` in ``session_id``.
@@ -143,14 +155,26 @@ def extraction_run(*, owner_id: str, session_id: str, user_text: str, assistant_
     # One transaction for the exchange (one commit instead of one per fact); each fact is its own
     # savepoint inside memory_create, so a failing one is rolled back alone.
     with transaction.atomic():
+        seen_before = {
+            key: (session, metadata)
+            for key, session, metadata in Memory.objects.filter(
+                owner=owner, key__in=[fact.key for fact in facts]
+            ).values_list("key", "session_id", "metadata")
+        }
         for fact in facts:
+            session, metadata = session_id or "", fact.metadata(now)
+            if fact.key in seen_before:
+                # Seen again (reference B10): the fact stays in the session it was learned in, and
+                # every session it was seen in is recorded.
+                session, known = seen_before[fact.key]
+                metadata["sessions"] = _sessions_seen(session, known, session_id or "")
             item = MemoryInput(
                 owner=owner,
                 content=fact.content,
                 key=fact.key,
                 type=fact.type,
-                session_id=session_id or "",
-                metadata=fact.metadata(now),
+                session_id=session,
+                metadata=metadata,
             )
             try:
                 memory, _ = memory_create(item)

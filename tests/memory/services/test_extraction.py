@@ -53,9 +53,19 @@ def test_a_repeated_fact_updates_the_existing_memory(alice):
     make_memory(alice, "old", key="preference:vim", metadata={"note": "kept"})
     (memory,) = run(alice, "I prefer vim.", session_id="s2")
     assert Memory.objects.filter(owner=alice).count() == 1
-    assert memory.session_id == "s2"
+    assert memory.session_id == "" and memory.metadata["sessions"] == ["s2"]
     assert memory.metadata["note"] == "kept"
     assert memory.metadata["source"] == "user_message"
+
+
+def test_a_fact_seen_in_another_session_stays_where_it_was_learned(alice):
+    """Reference B10: the upsert used to move the memory into the newest session."""
+    (first,) = run(alice, "I live in Lyon.", session_id="s1")
+    run(alice, "I live in Lyon, by the way.", session_id="s2")
+    (again,) = run(alice, "I live in Lyon.", session_id="s1")
+    assert again.pk == first.pk and again.session_id == "s1"
+    assert again.metadata["sessions"] == ["s2", "s1"]
+    assert Memory.objects.filter(owner=alice).count() == 1
 
 
 def test_a_dislike_does_not_overwrite_a_like(alice):
