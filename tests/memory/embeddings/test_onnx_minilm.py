@@ -125,3 +125,20 @@ def test_a_failing_sub_batch_fails_the_whole_call(minilm_dir: Path):
     with pytest.raises(EmbeddingError) as caught:
         source.embed(["one", "two", "three", "four", "five"])
     assert "ONNX inference failed" in caught.value.message
+
+
+def test_one_text_runs_on_a_session_with_more_threads_and_gives_the_same_vector(
+    minilm_dir: Path, reference: dict
+):
+    """A query (one text) is embedded on the query session; its vector is the batch path's."""
+    source = OnnxMiniLMSource(minilm_dir, query_threads=2)
+    text = reference["items"][0]["text"]
+    alone = source.embed([text])[0]
+    assert source._query is not None and source._query is not source._session
+    assert source._query.get_session_options().intra_op_num_threads == 2
+    in_batch = source.embed([text, "another sentence"])[0]
+    assert np.allclose(alone, in_batch, atol=1e-5)
+    assert float(alone @ _unit([reference["items"][0]["vector"]])[0]) >= 0.9999
+    single = OnnxMiniLMSource(minilm_dir, query_threads=1)
+    single.embed([text])
+    assert single._query is None  # one thread asked for: no second session
