@@ -197,7 +197,7 @@ def route_and_inject(
             logger.exception("gateway.memory.settings_failed")
             routed.resolution = {"error": "memory settings could not be read"}
     routed.memory_on = settings is not None and settings.injection_enabled
-    routed.learning_on = routed.memory_on and settings.learningEnabled
+    routed.learning_on = settings is not None and settings.learning_active
     if routed.memory_on and should_inject_memory(body, enabled=True):
         try:
             result = retrieve_for_chat(

@@ -79,6 +79,11 @@ class MemorySettings:
     def injection_enabled(self) -> bool:
         return self.enabled and self.maxTokens > 0
 
+    @property
+    def learning_active(self) -> bool:
+        """Whether exchanges are learned from: memory on and ``learningEnabled``."""
+        return self.injection_enabled and self.learningEnabled
+
 
 def env_defaults() -> MemorySettings:
     return MemorySettings(

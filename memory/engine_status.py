@@ -37,14 +37,14 @@ def _dimensions(ctx, meta: VectorMeta) -> int | None:
 
 def engine_status() -> dict:
     from memory.embeddings.runtime import cache_stats
-    from memory.services.indexing import index_signature, pending_count, vector_context
+    from memory.services.indexing import index_signature, reindex_needed, vector_context
 
     settings = get_memory_settings()
     ctx = vector_context(settings)
     meta = VectorMeta.load()
     index = index_signature(ctx)
     memories = Memory.objects.count()
-    pending = memories if index.stale else pending_count()
+    pending = reindex_needed(ctx, index)
     embedding = {
         "source": ctx.resolution.source,
         "model": ctx.resolution.model,

@@ -1,13 +1,14 @@
 """Retrieval: strategies, tiers and honest fallbacks (SPEC §4, reference §3).
 
 Tiers, tried in order: the vector tier (Qdrant or sqlite-vec, chosen by
-``memory.vectorstores.registry``) for ``semantic`` and, fused with FTS5 by
-RRF, for ``hybrid``; then FTS5 alone; then chronological order. Every tier
+``memory.vectorstores.registry``) for ``semantic`` and, fused with FTS5
+(``memory.retrieval.fusion``), for ``hybrid``; then FTS5 alone (also the
+``keyword`` strategy); then chronological order. Every tier
 applies the same filters (owner, session, expiry, retention) — the original
 skipped them on its vector tiers (L8). ``resolution`` says which source,
 store and strategy were really used, and why a fallback happened:
 
-* ``strategyRequested``: the strategy asked for (``exact``, ``semantic``, ``hybrid``);
+* ``strategyRequested``: the strategy asked for (``exact``, ``keyword``, ``semantic``, ``hybrid``);
 * ``strategyUsed``: the one that ran — the requested ``semantic``/``hybrid`` when
   the vector tier answered, ``keyword`` (FTS5 bm25 alone) when it degraded to
   FTS5, ``exact`` (newest first) for the chronological tier. The original
@@ -47,8 +48,7 @@ STRATEGIES = ("exact", "keyword", "semantic", "hybrid")
 # scores, or "rrf", reciprocal-rank fusion with k = MEMORY_RRF_K. Both weigh the lists equally
 # unless the operator set weights (rrfWeights). Measured on both dev sets (docs/retrieval-quality.md),
 # normalised fusion is the one that never loses to its better half with MiniLM; the former default
-# (RRF with an FTS weight of 0.1, chosen on dev-recall alone) lost 2.5 points R@5 to plain bm25 on
-# conversations.
+# (RRF with an FTS weight of 0.1, chosen on dev-recall alone) barely beat plain bm25 on conversations.
 FUSION_TIERS = {"normalized": "hybrid", "rrf": "hybrid-rrf"}
 CANDIDATES = 100
 
@@ -330,7 +330,7 @@ def _mark_weak(hits: list[Hit]) -> list[Hit]:
 
 
 def _rank(strategy, settings, filters, fts_request, k, vec, tier, limit) -> list[Hit]:
-    """Semantic: the vector hits that pass the filters; hybrid: RRF with FTS5.
+    """Semantic: the vector hits that pass the filters; hybrid: fused with FTS5 (``MEMORY_FUSION``).
 
     Liveness (owner, expiry, session, retention) is checked on ids first and
     only the ``limit`` best rows are loaded as models: building instances was

@@ -317,9 +317,11 @@ def pending_count() -> int:
     return Memory.objects.filter(needs_reindex=True).count()
 
 
-def reindex_needed(ctx: VectorContext) -> int:
-    """How many memories lack a usable vector: all of them while the index is stale."""
-    return Memory.objects.count() if index_signature(ctx).stale else pending_count()
+def reindex_needed(ctx: VectorContext, index: IndexSignature | None = None) -> int:
+    """How many memories lack a usable vector: all of them while the index is stale
+    (``index``: the caller's ``index_signature(ctx)``, when it has one)."""
+    index = index or index_signature(ctx)
+    return Memory.objects.count() if index.stale else pending_count()
 
 
 def rebuild_stale_index(ctx: VectorContext) -> bool:
@@ -338,18 +340,14 @@ def rebuild_stale_index(ctx: VectorContext) -> bool:
 
 def reindex_if_stale() -> bool:
     """When the index holds another signature than the live source makes (the
-    settings just changed), mark every memory pending and schedule the reindex
-    that rebuilds the table; returns whether it did."""
+    settings just changed), schedule the reindex that rebuilds the table (the
+    rebuild marks every memory pending); returns whether it did."""
     ctx = vector_context()
     index = index_signature(ctx)
     if not index.stale:
         return False
-    queued = Memory.objects.update(needs_reindex=True)
     logger.info(
-        "embedding signature now %s, vector index holds %s: %s memories queued for reindex",
-        index.expected,
-        index.held,
-        queued,
+        "embedding signature now %s, vector index holds %s: reindex scheduled", index.expected, index.held
     )
     schedule_reindex()
     return True
@@ -437,11 +435,12 @@ def _progress(callback, done: int, total: int, *, finished: bool) -> None:
 
 
 def reindex_start(*, force: bool = False) -> int:
-    """Queue a full reindex in the background; ``force``, or a stale index,
-    re-embeds everything. Returns the number of memories pending."""
-    if force or index_signature(vector_context()).stale:
+    """Queue a full reindex in the background; ``force``, or a stale index (whose
+    rebuild marks every memory), re-embeds everything. Returns the number of
+    memories pending."""
+    if force:
         Memory.objects.update(needs_reindex=True)
-    pending = pending_count()
+    pending = reindex_needed(vector_context())
     schedule_reindex()
     return pending
 

@@ -2,6 +2,7 @@ import uuid
 
 from django.core.management.base import BaseCommand, CommandError
 
+from memory.exceptions import ValidationFailed
 from memory.models import ApiKey, ManagementToken, TokenScope
 
 
@@ -25,10 +26,12 @@ class Command(BaseCommand):
                 owners.append(ApiKey.objects.get(pk=uuid.UUID(raw)))
             except (ValueError, ApiKey.DoesNotExist):
                 raise CommandError(f"--owner {raw!r} is not an existing API key id") from None
-        problem = ManagementToken.reach_problem(scope, bound=bool(owners))
-        if problem:
-            raise CommandError(f"{problem}. Pass --owner <apiKeyId> (repeatable), or --scope admin.")
-        token, secret = ManagementToken.issue(name=name.strip(), scope=scope, owners=owners)
+        try:
+            token, secret = ManagementToken.issue(name=name.strip(), scope=scope, owners=owners)
+        except ValidationFailed as exc:  # a read or write token without --owner
+            raise CommandError(
+                f"{exc.message}. Pass --owner <apiKeyId> (repeatable), or --scope admin."
+            ) from None
         self.stdout.write(f"id={token.pk}")
         self.stderr.write("The secret is shown once; store it now.")
         self.stdout.write(secret)
