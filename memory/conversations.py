@@ -97,24 +97,36 @@ def parse_sessions(text: str, speakers: list[str], *, where: str = "sessions.txt
 
 def load(directory: Path) -> Conversation:
     directory = Path(directory)
-    meta = json.loads((directory / "conversation.json").read_text())
-    speakers = list(meta["speakers"])
-    if len(speakers) != 2:
-        raise FormatError(f"{directory}: a conversation has two speakers")
-    conversation = Conversation(directory.name, speakers, meta.get("description", ""))
+    meta = _json(directory / "conversation.json")
+    speakers = meta.get("speakers") if isinstance(meta, dict) else None
+    if (
+        not isinstance(speakers, list)
+        or len(speakers) != 2
+        or not all(isinstance(s, str) and s for s in speakers)
+    ):
+        raise FormatError(
+            f'{directory.name}/conversation.json: "speakers" must list the two speakers\' names'
+        )
+    conversation = Conversation(directory.name, speakers, str(meta.get("description", "")))
     conversation.turns = parse_sessions(
-        (directory / "sessions.txt").read_text(), speakers, where=f"{directory.name}/sessions.txt"
+        _text(directory / "sessions.txt"), speakers, where=f"{directory.name}/sessions.txt"
     )
     path = directory / "questions.json"
-    questions = json.loads(path.read_text()) if path.exists() else []
+    questions = _json(path) if path.exists() else []
+    if not isinstance(questions, list):
+        raise FormatError(f"{directory.name}/questions.json: expected a list of questions")
     ids = {turn.id for turn in conversation.turns}
     for number, question in enumerate(questions, 1):
         where = f"{directory.name}/questions.json #{number}"
+        if not isinstance(question, dict):
+            raise FormatError(f"{where}: expected an object")
         if not isinstance(question.get("question"), str) or not question["question"].strip():
             raise FormatError(f"{where}: no question text")
         if question.get("kind") not in KINDS:
             raise FormatError(f"{where}: kind {question.get('kind')!r} is not one of {KINDS}")
         evidence = question.get("evidence") or []
+        if not isinstance(evidence, list):
+            raise FormatError(f"{where}: evidence must be a list of turn ids")
         missing = [e for e in evidence if e not in ids]
         if missing:
             raise FormatError(f"{where}: evidence {missing} names no turn")
@@ -122,6 +134,20 @@ def load(directory: Path) -> Conversation:
             raise FormatError(f"{where}: unanswerable questions, and only they, have no evidence")
     conversation.questions = questions
     return conversation
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FormatError(f"{path.parent.name}/{path.name}: {exc}") from None
+
+
+def _json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise FormatError(f"{path.parent.name}/{path.name}: {exc}") from None
 
 
 def load_all(root: Path) -> list[Conversation]:

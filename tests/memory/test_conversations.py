@@ -112,3 +112,40 @@ def test_eval_retrieval_reads_a_conversation_and_reports_every_kind(tmp_path):
     assert (n, r5, hit5) == ("2", "1.000", "1.000")  # both answerable questions find their turn
     assert "unanswerable given nothing" in text
     assert not ApiKey.objects.exists()  # the temporary owners are gone
+
+
+@pytest.mark.parametrize(
+    ("meta", "error"),
+    [
+        ("{}", '"speakers" must list'),
+        ('{"speakers": ["Maya"]}', '"speakers" must list'),
+        ("not json", "conversation.json"),
+    ],
+)
+def test_a_broken_conversation_json_is_a_format_error(tmp_path, meta, error):
+    directory = write(tmp_path / "bad")
+    (directory / "conversation.json").write_text(meta)
+    with pytest.raises(conversations.FormatError, match=error):
+        conversations.load(directory)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        ("[]", "is not a JSON object"),
+        ('{"owners": 1}', "has no 'owners' list"),
+        ('{"owners": ["a"], "memories": [{"id": "1"}], "queries": []}', "memories #1 needs owner, content"),
+        (
+            '{"owners": ["a"], "memories": [], "queries": [{"owner": "b", "query": "q", "kind": "x", "relevant": []}]}',
+            "names owner 'b'",
+        ),
+    ],
+)
+def test_eval_retrieval_names_what_is_wrong_with_a_dataset(tmp_path, content, error):
+    from django.core.management import CommandError
+
+    path = tmp_path / "set.json"
+    path.write_text(content)
+    with pytest.raises(CommandError, match=error):
+        call_command("eval_retrieval", str(path), stdout=io.StringIO(), stderr=io.StringIO())

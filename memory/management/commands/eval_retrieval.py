@@ -35,9 +35,29 @@ def read_dataset(path: Path) -> dict:
             raise CommandError(f"{path} holds no conversation (no */conversation.json)")
         return conversations.to_dataset(found, name=path.name)
     data = jsonlib.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise CommandError(f"dataset {path} is not a JSON object")
     for name in ("owners", "memories", "queries"):
         if not isinstance(data.get(name), list):
             raise CommandError(f"dataset {path} has no '{name}' list")
+    owners = set(data["owners"])
+    fields = {
+        "memories": {"id": str, "owner": str, "content": str},
+        "queries": {"owner": str, "query": str, "kind": str, "relevant": list},
+    }
+    for name, wanted in fields.items():
+        for number, row in enumerate(data[name], 1):
+            bad = [
+                f
+                for f, kind in wanted.items()
+                if not isinstance(row, dict) or not isinstance(row.get(f), kind)
+            ]
+            if bad:
+                raise CommandError(f"dataset {path}: {name} #{number} needs {', '.join(bad)}")
+            if row["owner"] not in owners:
+                raise CommandError(
+                    f"dataset {path}: {name} #{number} names owner {row['owner']!r}, not in 'owners'"
+                )
     return data
 
 
