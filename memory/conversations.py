@@ -235,7 +235,10 @@ def main(argv: list[str]) -> int:
             turn = by_id.get(turn_id)
             print(f"{turn_id}  {memory_text(turn)}" if turn else f"{turn_id}  (no such turn)")
     else:
-        for turn in conversation.sessions.get(int(rest[0]), []):
+        if len(rest) != 1 or not rest[0].isdigit() or int(rest[0]) not in conversation.sessions:
+            print(f"error: name one session number, among 1..{len(conversation.sessions)}", file=sys.stderr)
+            return 2
+        for turn in conversation.sessions[int(rest[0])]:
             print(f"{turn.id:>7}  {turn.speaker}: {turn.text}")
     return 0
 
