@@ -6,4 +6,6 @@ class DashboardConfig(AppConfig):
     verbose_name = "Memory Studio"
 
     def ready(self) -> None:
-        from dashboard import receivers  # noqa: F401  (live-update relays)
+        # Connects the live-update relays. Here, not at the top: receivers imports memory's models, which
+        # cannot load before the app registry is ready.
+        from dashboard import receivers  # noqa: F401

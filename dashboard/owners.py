@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dashboard.engine import without_probe
-from memory.access import Principal
-from memory.api.auth import principal_for_staff
 from memory.exceptions import DomainError
 from memory.models import ApiKey
+from memory.principals import Principal
+from memory.services.auth import principal_for_staff
 
 ALL = "all"
 SESSION_KEY = "studio_owner"
@@ -62,7 +61,7 @@ def principal_for(request) -> Principal:
 def owner_scope(request) -> OwnerScope:
     """Resolve the ``owner`` parameter (GET or POST), falling back to the session, then the first key."""
     principal = principal_for(request)
-    keys = without_probe(ApiKey.objects.order_by("name", "created_at"))
+    keys = ApiKey.objects.order_by("name", "created_at")
     owners = [key for key in keys if principal.can_reach(key.pk)]
     can_choose_all = bool(request.user.is_superuser and principal.is_global)
     wanted = request.POST.get("owner") or request.GET.get("owner") or request.session.get(SESSION_KEY, "")

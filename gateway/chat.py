@@ -12,11 +12,7 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
-
-from django.db.models import Q
-from django.utils import timezone
 
 from gateway.models import UpstreamProvider
 from gateway.providers import enabled_providers, select_provider
@@ -25,6 +21,7 @@ from memory.conf import get_memory_settings
 from memory.injection import inject_memory, last_user_query, should_inject_memory
 from memory.models import ApiKey
 from memory.retrieval.engine import retrieve_for_chat
+from memory.services.auth import Unauthenticated, authenticate_api_key, bearer_secret
 from memory.services.extraction import user_text_from_request
 
 logger = logging.getLogger("gateway.chat")
@@ -33,7 +30,6 @@ NO_MEMORY_HEADER = "x-omniroute-no-memory"
 NO_LEARN_HEADER = "x-omniroute-no-learn"  # inject what is known, learn nothing from this exchange
 SESSION_HEADER = "x-omniroute-session-id"
 NO_MEMORY_VALUES = frozenset({"true", "1", "yes"})
-LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 class GatewayError(Exception):
@@ -70,23 +66,17 @@ class ChatPlan:
 def authenticate(authorization: str | None) -> ApiKey:
     """The active key named by ``Authorization: Bearer <secret>``; :class:`GatewayError` 401 otherwise.
 
-    ``last_used_at`` is written at most once a minute per key (one conditional UPDATE, skipped entirely
-    while the loaded value is fresh)."""
-    scheme, _, secret = (authorization or "").strip().partition(" ")
-    secret = secret.strip()
-    if scheme.lower() != "bearer" or not secret:
+    The check and the once-a-minute ``last_used_at`` are :func:`memory.services.auth.authenticate_api_key`'s.
+    """
+    secret = bearer_secret(authorization)
+    if secret is None:
         raise GatewayError(
             "Missing API key: send Authorization: Bearer <key>", status=401, code="invalid_api_key"
         )
-    key = ApiKey.active_for_secret(secret)
-    if key is None:
-        raise GatewayError("Incorrect or revoked API key", status=401, code="invalid_api_key")
-    now = timezone.now()
-    cutoff = now - LAST_USED_RESOLUTION
-    if key.last_used_at is None or key.last_used_at < cutoff:
-        ApiKey.objects.filter(pk=key.pk).filter(
-            Q(last_used_at__isnull=True) | Q(last_used_at__lt=cutoff)
-        ).update(last_used_at=now)
+    try:
+        key, _principal = authenticate_api_key(secret)
+    except Unauthenticated as exc:
+        raise GatewayError(exc.message, status=401, code="invalid_api_key") from None
     return key
 
 

@@ -58,11 +58,11 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field
-from rest_framework import exceptions as drf_exceptions
 
-from memory.access import Principal
-from memory.exceptions import DomainError, NotFound, PermissionDenied, ValidationFailed
+from memory.exceptions import DomainError, PermissionDenied, ValidationFailed
 from memory.models import ApiKey, TokenScope
+from memory.principals import Principal
+from memory.services.auth import Unauthenticated, authenticate_token, bearer_secret, require_scope
 
 logger = logging.getLogger("memory.mcp")
 
@@ -91,15 +91,9 @@ Authenticator = Callable[[Context], Awaitable[Principal]]
 # -- the tool bodies (synchronous: they use the ORM) -------------------------------------------------
 
 
-def _require_scope(principal: Principal, needed: str) -> None:
-    if not principal.has_scope(needed):
-        raise PermissionDenied(f"This token lacks the '{needed}' scope")
-
-
 def owner_for(principal: Principal, api_key_id: str | None) -> ApiKey:
-    """The one owner a tool call works on (see the module docstring)."""
-    from memory.services.health import PROBE_OWNER_ID
-
+    """The one owner a tool call works on (see the module docstring); the health check's probe owner is
+    not one (``ApiKey.objects`` hides it, so ``resolve_owner`` answers 404)."""
     if not api_key_id:
         if principal.owner_ids is None:
             raise ValidationFailed(
@@ -112,10 +106,7 @@ def owner_for(principal: Principal, api_key_id: str | None) -> ApiKey:
                 f"apiKeyId is required: this token reaches {len(principal.owner_ids)} API keys ({ids}); name one",
                 field="apiKeyId",
             )
-    owner = principal.resolve_owner(api_key_id)
-    if owner.pk == PROBE_OWNER_ID:
-        raise NotFound(f"API key {api_key_id} not found", field="apiKeyId")
-    return owner
+    return principal.resolve_owner(api_key_id)
 
 
 def search_memories(
@@ -138,7 +129,7 @@ def search_memories(
     from memory.retrieval.budget import estimate_tokens
     from memory.retrieval.engine import retrieve
 
-    _require_scope(principal, TokenScope.READ)
+    require_scope(principal, TokenScope.READ)
     owner = owner_for(principal, api_key_id)
     settings = get_memory_settings()
     budget = max_tokens if max_tokens is not None else (settings.maxTokens if settings.enabled else 2000)
@@ -187,7 +178,7 @@ def add_memory(
     from memory.representation import memory_json
     from memory.services.memories import MemoryInput, memory_create
 
-    _require_scope(principal, TokenScope.WRITE)
+    require_scope(principal, TokenScope.WRITE)
     body = MemoryCreateSerializer(
         data={
             "type": type,
@@ -226,7 +217,7 @@ def clear_memories(
     """``omniroute_memory_clear``: delete every matching memory of the owner (or count them, dry run)."""
     from memory.services.retention import memory_clear
 
-    _require_scope(principal, TokenScope.WRITE)
+    require_scope(principal, TokenScope.WRITE)
     cutoff = parse_cutoff(older_than) if older_than else None
     owner = owner_for(principal, api_key_id)
     result = memory_clear(owner=owner, type=type, created_before=cutoff, dry_run=dry_run)
@@ -272,14 +263,6 @@ def _validation_failed(errors) -> ValidationFailed:
 # -- the MCP server ------------------------------------------------------------------------------------
 
 
-def _error_text(exc: Exception) -> str:
-    if isinstance(exc, DomainError):
-        return exc.message
-    if isinstance(exc, drf_exceptions.APIException):
-        return str(exc.detail)
-    return str(exc)
-
-
 async def _run(authenticate: Authenticator, ctx: Context, body: Callable[..., dict], **kwargs: Any) -> str:
     """Authenticate, run ``body`` off the event loop, and return the result as indented JSON.
 
@@ -290,8 +273,8 @@ async def _run(authenticate: Authenticator, ctx: Context, body: Callable[..., di
     try:
         principal = await authenticate(ctx)
         result = await sync_to_async(body, thread_sensitive=True)(principal, **kwargs)
-    except (DomainError, drf_exceptions.APIException) as exc:
-        raise ToolError(_error_text(exc)) from exc
+    except DomainError as exc:
+        raise ToolError(exc.message) from exc
     return json.dumps(result, indent=2, default=str)
 
 
@@ -401,11 +384,9 @@ def build_server(authenticate: Authenticator) -> MCPServer:
 
 
 def principal_for_secret(secret: str) -> Principal:
-    """The principal of a management token secret (raises DRF's ``AuthenticationFailed`` or, for a
-    read/write token bound to no API key, ``PermissionDenied``)."""
-    from memory.api.auth import principal_for_token
-
-    return principal_for_token(secret)[1]
+    """The principal of a management token secret (see :func:`memory.services.auth.authenticate_token`:
+    raises ``Unauthenticated`` or, for a read/write token bound to no API key, ``PermissionDenied``)."""
+    return authenticate_token(secret)[1]
 
 
 def build_stdio_server(secret: str) -> MCPServer:
@@ -421,7 +402,7 @@ async def _principal_from_request(ctx: Context) -> Principal:
     request = ctx.request_context.request
     principal = request.scope.get(PRINCIPAL_SCOPE_KEY) if request is not None else None
     if not isinstance(principal, Principal):
-        raise drf_exceptions.NotAuthenticated("Authentication required")
+        raise Unauthenticated("Authentication required")
     return principal
 
 
@@ -501,15 +482,15 @@ class McpHttpApp:
             allowed = [".localhost", "127.0.0.1", "[::1]"]
         if not domain or not validate_host(domain, allowed):
             return _json(400, "Invalid Host header")
-        scheme, _, secret = headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not secret.strip():
+        secret = bearer_secret(headers.get("authorization"))
+        if secret is None:
             return _json(401, "Authentication required", {"WWW-Authenticate": 'Bearer realm="omniroute"'})
         try:
-            return await sync_to_async(principal_for_secret, thread_sensitive=True)(secret.strip())
-        except drf_exceptions.AuthenticationFailed as exc:
-            return _json(401, str(exc.detail), {"WWW-Authenticate": 'Bearer realm="omniroute"'})
-        except drf_exceptions.PermissionDenied as exc:  # a read/write token bound to no API key
-            return _json(403, str(exc.detail))
+            return await sync_to_async(principal_for_secret, thread_sensitive=True)(secret)
+        except Unauthenticated as exc:
+            return _json(401, exc.message, {"WWW-Authenticate": 'Bearer realm="omniroute"'})
+        except PermissionDenied as exc:  # a read/write token bound to no API key
+            return _json(403, exc.message)
 
     async def _manager(self):
         loop = asyncio.get_running_loop()

@@ -36,6 +36,25 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+# The health check's private owner (memory/services/health.py). A fixed id, so that every process hides
+# the same row.
+HEALTH_PROBE_ID = uuid.UUID(int=1)  # 00000000-0000-0000-0000-000000000001
+
+
+class ApiKeyManager(models.Manager["ApiKey"]):
+    """``ApiKey.objects``: the real keys, without the health check's probe owner.
+
+    The probe is hidden here, once, so that no owner list, owner lookup
+    (``Principal.resolve_owner``: a 404), count or admin page offers it.
+    ``ApiKey.all_objects`` includes it; only the health check needs that.
+    Related lookups (``memory.owner``) and cascades use Django's plain base
+    manager, so the probe's own memories behave like any other.
+    """
+
+    def get_queryset(self) -> models.QuerySet[ApiKey]:
+        return super().get_queryset().exclude(pk=HEALTH_PROBE_ID)
+
+
 class ApiKey(models.Model):
     """A client key for the gateway; its ``id`` is the memory owner (``apiKeyId``).
 
@@ -54,6 +73,11 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+
+    # The first manager is the default one: it hides the health probe. ``all_objects`` includes it (for
+    # memory/services/health.py alone); ruff's DJ012 takes a bare ``models.Manager()`` for a field.
+    objects = ApiKeyManager()
+    all_objects = models.Manager()  # noqa: DJ012
 
     class Meta:
         ordering = ["name", "created_at"]

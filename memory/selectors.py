@@ -1,6 +1,6 @@
 """The read side: every query that returns memories goes through here.
 
-Every selector takes a :class:`~memory.access.Principal` and never returns a
+Every selector takes a :class:`~memory.principals.Principal` and never returns a
 row of an owner the principal cannot reach, nor an expired row.
 """
 
@@ -15,9 +15,9 @@ from django.db.models import Count, F, IntegerField, Q, QuerySet, Sum
 from django.db.models.functions import Length, TruncDate
 from django.utils import timezone
 
-from memory.access import Principal
 from memory.exceptions import NotFound, ValidationFailed
 from memory.models import Memory
+from memory.principals import Principal
 
 
 def live_memories(*, now=None) -> QuerySet[Memory]:

@@ -1,16 +1,23 @@
-"""Authentication of the REST API: management tokens or a staff session."""
+"""Authentication of the REST API: management tokens or a staff session.
+
+DRF's side only: the checks are :mod:`memory.services.auth`'s; these classes read the request, call
+them and turn their errors into DRF's (so a 401 carries ``WWW-Authenticate``).
+"""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
-from django.utils import timezone
 from rest_framework import authentication, exceptions, permissions
 
-from memory.access import Principal
-from memory.models import ManagementToken, TokenScope, hash_secret
-
-LAST_USED_RESOLUTION = timedelta(minutes=1)
+from memory.exceptions import PermissionDenied
+from memory.models import ManagementToken, TokenScope
+from memory.principals import Principal
+from memory.services.auth import (
+    Unauthenticated,
+    authenticate_token,
+    bearer_secret,
+    principal_for_staff,
+    require_scope,
+)
 
 
 class TokenUser:
@@ -31,48 +38,19 @@ class TokenUser:
         return self.username
 
 
-def bearer_secret(request) -> str | None:
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    scheme, _, secret = header.partition(" ")
-    if scheme.lower() != "bearer":
-        return None
-    return secret.strip() or None
-
-
-def principal_for_token(secret: str) -> tuple[ManagementToken, Principal]:
-    """Resolve a management token secret.
-
-    Raises ``AuthenticationFailed`` (401) for an unknown or revoked token, and
-    ``PermissionDenied`` (403) for a read or write token bound to no API key:
-    only admin tokens are global, so such a token is refused rather than
-    widened to every owner (it was made before that rule, or its keys were deleted).
-    """
-    try:
-        token = ManagementToken.objects.get(token_hash=hash_secret(secret))
-    except ManagementToken.DoesNotExist:
-        raise exceptions.AuthenticationFailed("Invalid management token") from None
-    if not token.is_active:
-        raise exceptions.AuthenticationFailed("This management token has been revoked")
-    owners = frozenset(token.owners.values_list("pk", flat=True))
-    if ManagementToken.reach_problem(token.scope, bound=bool(owners)):
-        raise exceptions.PermissionDenied(
-            f"This {token.scope} token is bound to no API key (none were given, or they were deleted), and "
-            "only admin tokens may reach every API key. Bind it to API keys in the admin, or use a token "
-            "created with --owner."
-        )
-    now = timezone.now()
-    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
-        ManagementToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    principal = Principal(scope=token.scope, owner_ids=owners or None, label=f"token:{token.pk}")
-    return token, principal
-
-
 class ManagementTokenAuthentication(authentication.BaseAuthentication):
+    """``Authorization: Bearer <token>``; no bearer value leaves the request to the next class."""
+
     def authenticate(self, request):
-        secret = bearer_secret(request)
+        secret = bearer_secret(request.META.get("HTTP_AUTHORIZATION"))
         if secret is None:
             return None
-        token, principal = principal_for_token(secret)
+        try:
+            token, principal = authenticate_token(secret)
+        except Unauthenticated as exc:
+            raise exceptions.AuthenticationFailed(exc.message) from None
+        except PermissionDenied as exc:
+            raise exceptions.PermissionDenied(exc.message) from None
         return TokenUser(token), principal
 
     def authenticate_header(self, request):
@@ -80,21 +58,18 @@ class ManagementTokenAuthentication(authentication.BaseAuthentication):
 
 
 class StaffSessionAuthentication(authentication.SessionAuthentication):
-    """A logged-in staff user (the Studio): global, admin if superuser, else write."""
+    """A logged-in staff user (the Studio): global, admin if superuser, else write. A session of
+    anyone else is no credential here: the request stays anonymous."""
 
     def authenticate(self, request):
         result = super().authenticate(request)
         if result is None:
             return None
         user, _ = result
-        if not user.is_staff:
+        try:
+            return user, principal_for_staff(user)
+        except Unauthenticated:
             return None
-        return user, principal_for_staff(user)
-
-
-def principal_for_staff(user) -> Principal:
-    scope = TokenScope.ADMIN if user.is_superuser else TokenScope.WRITE
-    return Principal(scope=scope, owner_ids=None, label=f"user:{user.pk}")
 
 
 class HasScope(permissions.BasePermission):
@@ -107,6 +82,8 @@ class HasScope(permissions.BasePermission):
             raise exceptions.NotAuthenticated("Authentication required")
         default = TokenScope.READ if request.method in permissions.SAFE_METHODS else TokenScope.WRITE
         needed = getattr(view, "required_scopes", {}).get(request.method, default)
-        if not principal.has_scope(needed):
-            raise exceptions.PermissionDenied(f"This token lacks the '{needed}' scope")
+        try:
+            require_scope(principal, needed)
+        except PermissionDenied as exc:
+            raise exceptions.PermissionDenied(exc.message) from None
         return True

@@ -8,11 +8,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory import conf, selectors
-from memory.access import Principal
 from memory.api import serializers as s
 from memory.embeddings.runtime import cache_stats
 from memory.exceptions import PermissionDenied
 from memory.models import TokenScope
+from memory.principals import Principal
 from memory.representation import memory_json
 from memory.services.memories import (
     MemoryInput,

@@ -15,10 +15,9 @@ from rest_framework.response import Response
 from memory.api.errors import json_error
 from memory.api.serializers import StrictBooleanField, StrictCharField, StrictIntegerField, StrictSerializer
 from memory.api.views import MemoryAPIView
-from memory.exceptions import NotFound
 from memory.models import ApiKey
 from memory.representation import memory_json
-from memory.services.health import PROBE_OWNER_ID, run_health_check
+from memory.services.health import run_health_check
 from memory.services.summarization import summarizable_owners, summarize_owners
 
 logger = logging.getLogger("memory.api")
@@ -70,10 +69,7 @@ class SummarizeView(MemoryAPIView):
     def _owners(self, api_key_id) -> list[ApiKey]:
         """The owners to summarise, each separately: the named one, or all this caller may reach."""
         if api_key_id is not None:
-            owner = self.principal.resolve_owner(api_key_id)
-            if owner.pk == PROBE_OWNER_ID:
-                raise NotFound(f"API key {api_key_id} not found", field="apiKeyId")
-            return [owner]
+            return [self.principal.resolve_owner(api_key_id)]
         owners = summarizable_owners()
         if not self.principal.is_global:
             owners = owners.filter(pk__in=list(self.principal.owner_ids))

@@ -8,8 +8,6 @@ embedding-models list makes no network request.
 
 from __future__ import annotations
 
-import logging
-
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -22,10 +20,10 @@ from memory.api.serializers import (
     StrictSerializer,
 )
 from memory.api.views import MemoryAPIView
+from memory.engine_status import embedding_providers
 from memory.exceptions import PermissionDenied
 from memory.models import TokenScope
-
-logger = logging.getLogger("memory.api")
+from memory.services.qdrant import qdrant_check, qdrant_cleanup, qdrant_search
 
 
 class QdrantSettingsSerializer(StrictSerializer):
@@ -92,16 +90,7 @@ class QdrantSettingsView(MemoryAPIView):
 class QdrantHealthView(MemoryAPIView):
     @extend_schema(responses={200: dict})
     def get(self, request):
-        from memory.vectorstores.qdrant import probe
-
-        cfg = qdrant_conf.get_qdrant_settings()
-        if not cfg.active:
-            return Response({"ok": False, "latencyMs": 0, "error": "not_configured"})
-        result = probe(cfg)
-        body = {"ok": result.ok, "latencyMs": result.latency_ms}
-        if result.error:
-            body["error"] = result.error
-        return Response(body)
+        return Response(qdrant_check().as_dict())
 
 
 class QdrantSearchView(MemoryAPIView):
@@ -110,13 +99,11 @@ class QdrantSearchView(MemoryAPIView):
 
     @extend_schema(request=QdrantSearchSerializer, responses={200: dict})
     def post(self, request):
-        from memory.vectorstores.qdrant import search_memories
-
         body = QdrantSearchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         owners = self.principal.owner_filter(data.get("apiKeyId") or None)
-        return Response(search_memories(query=data["query"], top_k=data["topK"], owner_ids=owners))
+        return Response(qdrant_search(query=data["query"], top_k=data["topK"], owner_ids=owners))
 
 
 class QdrantCleanupView(MemoryAPIView):
@@ -124,31 +111,17 @@ class QdrantCleanupView(MemoryAPIView):
 
     @extend_schema(request=QdrantCleanupSerializer, responses={200: dict})
     def post(self, request):
-        from memory.conf import get_memory_settings
-        from memory.vectorstores.qdrant import QdrantUnavailable, cleanup_expired
-
         if not self.principal.is_global:
             raise PermissionDenied("Cleanup spans every owner: a token bound to API keys cannot run it")
         body = QdrantCleanupSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        days = body.validated_data.get("retentionDays") or get_memory_settings().retentionDays
-        try:
-            deleted = cleanup_expired(days)
-        except QdrantUnavailable as exc:
-            return Response({"ok": False, "deletedCount": 0, "retentionDays": days, "error": str(exc)})
-        except Exception as exc:
-            logger.warning("qdrant cleanup failed: %s", exc)
-            return Response(
-                {"ok": False, "deletedCount": 0, "retentionDays": days, "error": "qdrant cleanup failed"}
-            )
-        return Response({"ok": True, "deletedCount": deleted, "retentionDays": days})
+        result = qdrant_cleanup(retention_days=body.validated_data.get("retentionDays"))
+        return Response(result.as_dict())
 
 
 class QdrantEmbeddingModelsView(MemoryAPIView):
     @extend_schema(responses={200: dict})
     def get(self, request):
-        from memory.engine_status import embedding_providers
-
         models = {
             "auto": "auto - the memory embedding source",
             "openai/text-embedding-3-small": "openai/text-embedding-3-small - text-embedding-3-small",

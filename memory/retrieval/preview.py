@@ -12,9 +12,9 @@ from dataclasses import replace
 
 from django.conf import settings as django_settings
 
-from memory.access import Principal
 from memory.conf import get_memory_settings
 from memory.models import ApiKey
+from memory.principals import Principal
 from memory.retrieval.engine import RetrievalResult, chat_retrieval, retrieve
 
 STRATEGY_NAMES = {"exact": "recent"}  # the settings' name of an internal strategy

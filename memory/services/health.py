@@ -6,9 +6,11 @@ vector stage runs whenever an embedding source and a vector store are
 configured (and turns the check red when they fail), and the probe memory
 is deleted whatever happens.
 
-The probe owner is an ``ApiKey`` with a fixed id (:data:`PROBE_OWNER_ID`),
-revoked from birth so its secret, which nobody knows anyway, authenticates
-nowhere. Owner lists must leave it out (:func:`exclude_probe`).
+The probe owner is an ``ApiKey`` with a fixed id
+(:data:`memory.models.HEALTH_PROBE_ID`), revoked from birth so its secret,
+which nobody knows anyway, authenticates nowhere. ``ApiKey.objects`` hides it
+from every owner list and lookup; this module alone reaches it, through
+``ApiKey.all_objects``.
 """
 
 from __future__ import annotations
@@ -16,20 +18,21 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-import uuid
 from collections.abc import Callable
 from datetime import timedelta
 
 from django.conf import settings as django_settings
-from django.db.models import QuerySet
 from django.utils import timezone
 
-from memory.models import ApiKey, Memory, MemoryType, hash_secret
+from memory.conf import get_memory_settings
+from memory.models import HEALTH_PROBE_ID, ApiKey, Memory, MemoryType, hash_secret
+from memory.retrieval.fts import fts_search
+from memory.services.indexing import index_memories, vector_context
 from memory.services.memories import MemoryInput, memory_create
+from memory.services.retention import delete_memories
 
 logger = logging.getLogger("memory.health")
 
-PROBE_OWNER_ID = uuid.UUID(int=1)  # 00000000-0000-0000-0000-000000000001
 PROBE_OWNER_NAME = "__health_probe__"
 PROBE_KEY_PREFIX = "__health_probe__:"
 STALE_PROBE_AGE = timedelta(minutes=10)
@@ -40,15 +43,10 @@ class StageSkipped(Exception):
     """Raised by a stage that has nothing to check (the reason is reported)."""
 
 
-def exclude_probe(qs: QuerySet[ApiKey]) -> QuerySet[ApiKey]:
-    """``qs`` without the health-check probe owner (for every owner list)."""
-    return qs.exclude(pk=PROBE_OWNER_ID)
-
-
 def probe_owner() -> ApiKey:
     """The probe owner, created on first use (revoked, so it can never authenticate)."""
-    owner, _ = ApiKey.objects.get_or_create(
-        pk=PROBE_OWNER_ID,
+    owner, _ = ApiKey.all_objects.get_or_create(
+        pk=HEALTH_PROBE_ID,
         defaults={
             "name": PROBE_OWNER_NAME,
             "prefix": "probe",
@@ -77,17 +75,12 @@ class _Probe:
         )
 
     def fts(self) -> None:
-        from memory.retrieval.fts import fts_search
-
         self._need_memory()
         hits = fts_search(query=self.token, owner_ids=[self.owner.pk.hex], limit=5, now=timezone.now())
         if not any(hit.seq == self.memory.seq for hit in hits):
             raise RuntimeError("the probe memory was not found by full-text search")
 
     def vector(self) -> None:
-        from memory.conf import get_memory_settings
-        from memory.services.indexing import index_memories, vector_context
-
         self._need_memory()
         settings = get_memory_settings()
         ctx = vector_context(settings)
@@ -123,8 +116,6 @@ class _Probe:
 
     def cleanup(self) -> None:
         """Remove this run's probe and any left by runs that died half-way."""
-        from memory.services.retention import delete_memories
-
         stale = Memory.objects.filter(owner=self.owner, created_at__lt=timezone.now() - STALE_PROBE_AGE)
         delete_memories(Memory.objects.filter(owner=self.owner, key=self.key) | stale)
 

@@ -201,10 +201,8 @@ def summarize_older_than(
 
 
 def summarizable_owners() -> QuerySet[ApiKey]:
-    """Every owner except the private health-check probe."""
-    from memory.services.health import PROBE_OWNER_ID
-
-    return ApiKey.objects.exclude(pk=PROBE_OWNER_ID).order_by("created_at", "pk")
+    """Every owner (``ApiKey.objects`` leaves out the health check's probe), oldest first."""
+    return ApiKey.objects.order_by("created_at", "pk")
 
 
 def summarize_owners(

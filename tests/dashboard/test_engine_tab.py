@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from memory.conf import get_memory_settings, update_memory_settings
 from memory.embeddings import runtime
+from memory.models import Memory
 from memory.services.indexing import reindex_all
 from tests.factories import make_memory
 
@@ -94,14 +95,19 @@ def test_reindex_now_without_force_rebuilds_a_stale_index(
     assert "stale" not in partial and 'data-pending="0"' in partial
 
 
-def test_reindex_now_starts_a_reindex_and_reports_the_pending_count(studio, alice, monkeypatch):
-    calls = []
-    monkeypatch.setattr("memory.services.indexing.reindex_start", lambda *, force: calls.append(force) or 7)
-    html = studio.hx_post(
-        "/dashboard/memory/reindex", {"owner": str(alice.pk), "force": "1"}
-    ).content.decode()
-    assert calls == [True]
+def test_reindex_now_with_force_queues_every_memory_and_reports_the_pending_count(
+    studio, alice, django_capture_on_commit_callbacks
+):
+    for i in range(7):
+        make_memory(alice, f"fact {i}")
+    Memory.objects.update(needs_reindex=False)
+    with django_capture_on_commit_callbacks() as queued:
+        html = studio.hx_post(
+            "/dashboard/memory/reindex", {"owner": str(alice.pk), "force": "1"}
+        ).content.decode()
     assert "Reindexing started (7 pending)" in html and 'data-total="7"' in html
+    assert Memory.objects.filter(needs_reindex=True).count() == 7
+    assert queued, "the reindex runs in the background, after commit"
 
 
 def test_only_administrators_reindex(operator, alice):

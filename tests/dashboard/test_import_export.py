@@ -18,39 +18,36 @@ def exported(response) -> list:
     return json.loads(b"".join(response.streaming_content))
 
 
-def test_export_streams_every_page_of_the_current_filter(studio, alice, bob, settings):
-    from dashboard import views
+def test_export_streams_every_page_of_the_current_filter(studio, alice, bob, monkeypatch):
+    from dashboard.views import transfer
 
-    views.EXPORT_PAGE_SIZE, old = 7, views.EXPORT_PAGE_SIZE
-    try:
-        for i in range(20):
-            make_memory(alice, f"alice fact {i}", key=f"k:{i:02d}", type="episodic" if i % 2 else "factual")
-        make_memory(bob, "bob fact", key="bob")
-        response = studio.get(EXPORT, {"owner": str(alice.pk)})
-        assert response["Content-Type"] == "application/json"
-        assert response["Content-Disposition"].startswith('attachment; filename="memory-export-')
-        data = exported(response)
-        assert len(data) == 20 and {m["apiKeyId"] for m in data} == {str(alice.pk)}
-        assert len({m["id"] for m in data}) == 20
-        assert set(data[0]) >= {"id", "key", "content", "type", "metadata", "createdAt"}
-        only_episodic = exported(studio.get(EXPORT, {"owner": str(alice.pk), "type": "episodic"}))
-        assert len(only_episodic) == 10 and {m["type"] for m in only_episodic} == {"episodic"}
-        searched = exported(studio.get(EXPORT, {"owner": str(alice.pk), "q": "fact 1"}))
-        assert {m["key"] for m in searched} == {
-            "k:01",
-            "k:10",
-            "k:11",
-            "k:12",
-            "k:13",
-            "k:14",
-            "k:15",
-            "k:16",
-            "k:17",
-            "k:18",
-            "k:19",
-        }
-    finally:
-        views.EXPORT_PAGE_SIZE = old
+    monkeypatch.setattr(transfer, "EXPORT_PAGE_SIZE", 7)
+    for i in range(20):
+        make_memory(alice, f"alice fact {i}", key=f"k:{i:02d}", type="episodic" if i % 2 else "factual")
+    make_memory(bob, "bob fact", key="bob")
+    response = studio.get(EXPORT, {"owner": str(alice.pk)})
+    assert response["Content-Type"] == "application/json"
+    assert response["Content-Disposition"].startswith('attachment; filename="memory-export-')
+    data = exported(response)
+    assert len(data) == 20 and {m["apiKeyId"] for m in data} == {str(alice.pk)}
+    assert len({m["id"] for m in data}) == 20
+    assert set(data[0]) >= {"id", "key", "content", "type", "metadata", "createdAt"}
+    only_episodic = exported(studio.get(EXPORT, {"owner": str(alice.pk), "type": "episodic"}))
+    assert len(only_episodic) == 10 and {m["type"] for m in only_episodic} == {"episodic"}
+    searched = exported(studio.get(EXPORT, {"owner": str(alice.pk), "q": "fact 1"}))
+    assert {m["key"] for m in searched} == {
+        "k:01",
+        "k:10",
+        "k:11",
+        "k:12",
+        "k:13",
+        "k:14",
+        "k:15",
+        "k:16",
+        "k:17",
+        "k:18",
+        "k:19",
+    }
 
 
 def test_an_empty_export_is_an_empty_array(studio, alice):

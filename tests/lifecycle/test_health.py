@@ -1,47 +1,61 @@
-"""GET /api/memory/health (the pipeline on a private probe owner) and GET /healthz."""
+"""GET /api/memory/health (the pipeline on a private probe owner) and GET /healthz.
+
+The embedding source is a remote endpoint answered at the HTTP level (respx), and each failure is a
+real state of the system: a source that answers 500, one that is selected but not configured, no usable
+vector store, a database trigger that expires the probe at once or refuses inserts.
+"""
 
 from __future__ import annotations
 
+import json
+
+import httpx
 import pytest
+import respx
+from django.db import connection
 
 from memory.conf import update_memory_settings
-from memory.embeddings.base import REASON_REQUEST_FAILED, EmbeddingError, EmbeddingSource
-from memory.embeddings.runtime import Resolution
-from memory.models import ApiKey, Memory
+from memory.models import HEALTH_PROBE_ID, ApiKey, Memory
 from memory.services import health
 from tests.factories import hash_embed
 
 pytestmark = pytest.mark.django_db
 URL = "/api/memory/health"
+EMBEDDINGS = "http://127.0.0.1:9/v1/embeddings"
 
 
-class HashSource(EmbeddingSource):
-    name = "static"
-    model = "hash-test"
-    dim = 8
-
-    def embed(self, texts):
-        import numpy as np
-
-        return np.stack([hash_embed(t) for t in texts]) if texts else np.zeros((0, 8), dtype=np.float32)
+def hash_vectors(request: httpx.Request) -> httpx.Response:
+    texts = json.loads(request.content)["input"]
+    data = [{"index": i, "embedding": hash_embed(text).tolist()} for i, text in enumerate(texts)]
+    return httpx.Response(200, json={"data": data})
 
 
-class BrokenSource(HashSource):
-    def embed(self, texts):
-        raise EmbeddingError("upstream said 500", source="remote", reason=REASON_REQUEST_FAILED)
+@pytest.fixture
+def embeddings():
+    """A remote embedding source whose endpoint answers deterministic 8-d vectors (the route's
+    ``side_effect`` may be changed by a test)."""
+    update_memory_settings(
+        {
+            "embeddingSource": "remote",
+            "customBaseUrl": "http://127.0.0.1:9/v1",
+            "customModelId": "hash-test",
+            "allowPrivateUrls": True,
+        }
+    )
+    with respx.mock(assert_all_called=False) as mock:
+        yield mock.post(EMBEDDINGS).mock(side_effect=hash_vectors)
 
 
-def use_source(monkeypatch, source):
-    resolution = Resolution(source.name if source else None, source.model if source else None, "test source")
-    monkeypatch.setattr("memory.services.indexing.get_source", lambda settings: (source, resolution))
+@pytest.fixture
+def no_embedding_source():
+    update_memory_settings({"embeddingSource": "auto", "staticEnabled": False, "transformersEnabled": False})
 
 
 def probe_rows():
-    return Memory.objects.filter(owner_id=health.PROBE_OWNER_ID).count()
+    return Memory.objects.filter(owner_id=HEALTH_PROBE_ID).count()
 
 
-def test_green_with_vectors(admin_api, monkeypatch):
-    use_source(monkeypatch, HashSource())
+def test_green_with_vectors(admin_api, embeddings):
     response = admin_api.get(URL)
     assert response.status_code == 200
     body = response.json()
@@ -49,109 +63,105 @@ def test_green_with_vectors(admin_api, monkeypatch):
     assert list(body["stages"]) == ["write", "fts", "vector", "read", "delete"]
     for stage in body["stages"].values():
         assert stage["ok"] is True and not stage.get("skipped") and stage["latencyMs"] >= 0
-    assert probe_rows() == 0
+    assert embeddings.called and probe_rows() == 0
 
 
-def test_the_vector_stage_is_skipped_without_an_embedding_source(admin_api, monkeypatch):
-    use_source(monkeypatch, None)
+def test_the_vector_stage_is_skipped_without_an_embedding_source(admin_api, no_embedding_source):
     body = admin_api.get(URL).json()
     assert body["working"] is True
-    assert body["stages"]["vector"]["skipped"] is True and body["stages"]["vector"]["reason"] == "test source"
+    assert body["stages"]["vector"]["skipped"] is True
+    assert body["stages"]["vector"]["reason"] == "auto: no embedding source available"
 
 
-def test_red_when_the_embedding_source_fails(admin_api, monkeypatch):
+def test_red_when_the_embedding_source_fails(admin_api, embeddings):
     """B8: the reference stayed green while vectorisation was broken."""
-    use_source(monkeypatch, BrokenSource())
+    embeddings.side_effect = None
+    embeddings.return_value = httpx.Response(500, text="upstream said 500")
     body = admin_api.get(URL).json()
     assert body["working"] is False
+    error = "Embedding provider 127.0.0.1 returned HTTP 500: upstream said 500"
     assert body["stages"]["vector"] == {
         "ok": False,
         "latencyMs": body["stages"]["vector"]["latencyMs"],
-        "error": "upstream said 500",
+        "error": error,
     }
-    assert body["error"] == "vector: upstream said 500"
+    assert body["error"] == f"vector: {error}"
     assert body["stages"]["delete"]["ok"] is True and probe_rows() == 0
 
 
-def test_red_when_a_selected_source_is_unavailable(admin_api, monkeypatch):
-    update_memory_settings({"embeddingSource": "remote"})
-    use_source(monkeypatch, None)
+def test_red_when_a_selected_source_is_unavailable(admin_api):
+    update_memory_settings({"embeddingSource": "remote"})  # no endpoint, no provider/model
     body = admin_api.get(URL).json()
     assert body["working"] is False and body["error"].startswith("vector: embedding source 'remote'")
 
 
-def test_red_when_a_source_is_configured_but_sqlite_vec_is_missing(admin_api, monkeypatch, settings):
-    use_source(monkeypatch, HashSource())
-    monkeypatch.setattr("memory.vectorstores.registry.sqlite_vec_loaded", lambda: False)
+def test_red_when_a_source_is_configured_but_no_vector_store_is_usable(admin_api, embeddings, settings):
+    settings.VECTOR_STORE_DISABLE_VEC = True
+    update_memory_settings({"vectorStore": "qdrant"})  # selected, but Qdrant is not enabled
     body = admin_api.get(URL).json()
     assert body["working"] is False and "no vector store" in body["stages"]["vector"]["error"]
 
 
-def test_vectors_disabled_on_purpose_are_skipped(admin_api, monkeypatch, settings):
+def test_vectors_disabled_on_purpose_are_skipped(admin_api, embeddings, settings):
     settings.VECTOR_STORE_DISABLE_VEC = True
-    use_source(monkeypatch, HashSource())
     body = admin_api.get(URL).json()
     assert body["working"] is True and body["stages"]["vector"]["skipped"] is True
 
 
-def test_it_cleans_up_when_a_stage_fails(admin_api, monkeypatch):
-    use_source(monkeypatch, None)
+def database_trigger(sql: str) -> None:
+    """A trigger on ``memories``, dropped with the test's transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
 
-    def broken_fts(self):
-        raise RuntimeError("fts exploded")
 
-    monkeypatch.setattr(health._Probe, "fts", broken_fts)
+def test_it_cleans_up_when_a_stage_fails(admin_api, no_embedding_source):
+    """A memory that expires as soon as it is written is indexed but filtered out of keyword search."""
+    database_trigger(
+        "CREATE TRIGGER expire_at_once AFTER INSERT ON memories BEGIN "
+        "UPDATE memories SET expires_at = '2000-01-01 00:00:00' WHERE seq = new.seq; END"
+    )
     body = admin_api.get(URL).json()
-    assert body["working"] is False and body["error"] == "fts: fts exploded"
+    assert body["working"] is False
+    assert body["error"] == "fts: the probe memory was not found by full-text search"
     assert body["stages"]["read"]["ok"] is True and body["stages"]["delete"]["ok"] is True
     assert probe_rows() == 0
 
 
-def test_it_cleans_up_even_when_a_stage_crashes_the_run(monkeypatch):
-    use_source(monkeypatch, None)
-    real = health._run_stage
+def test_it_cleans_up_even_when_a_stage_crashes_the_run(embeddings):
+    def interrupted(request):
+        raise KeyboardInterrupt  # not an Exception: escapes the run
 
-    def run_stage(stage):
-        if stage.__name__ == "read":
-            raise KeyboardInterrupt  # not an Exception: escapes the run
-        return real(stage)
-
-    monkeypatch.setattr(health, "_run_stage", run_stage)
+    embeddings.side_effect = interrupted
     with pytest.raises(KeyboardInterrupt):
         health.run_health_check()
     assert probe_rows() == 0
 
 
-def test_skipped_stages_after_a_failed_write(admin_api, monkeypatch):
-    use_source(monkeypatch, None)
-
-    def broken_write(self):
-        raise RuntimeError("disk full")
-
-    monkeypatch.setattr(health._Probe, "write", broken_write)
+def test_skipped_stages_after_a_failed_write(admin_api, no_embedding_source):
+    # Not a constraint (an IntegrityError is an upsert): an error the write cannot recover from.
+    database_trigger("CREATE TRIGGER refuse_inserts BEFORE INSERT ON memories BEGIN DELETE FROM gone; END")
     body = admin_api.get(URL).json()
-    assert body["working"] is False and body["error"] == "write: disk full"
+    assert body["working"] is False and body["error"] == "write: no such table: main.gone"
     assert body["stages"]["fts"]["skipped"] is True and body["stages"]["read"]["skipped"] is True
 
 
-def test_the_probe_owner_is_private(admin_api, alice_api, monkeypatch):
-    use_source(monkeypatch, None)
+def test_the_probe_owner_is_private(admin_api, alice, no_embedding_source):
     admin_api.get(URL)
-    probe = ApiKey.objects.get(pk=health.PROBE_OWNER_ID)
+    probe = ApiKey.all_objects.get(pk=HEALTH_PROBE_ID)
     assert probe.revoked_at is not None and probe.name == health.PROBE_OWNER_NAME
-    assert list(health.exclude_probe(ApiKey.objects.all())) == list(ApiKey.objects.exclude(pk=probe.pk))
-    response = admin_api.post("/api/memory/summarize", {"apiKeyId": str(probe.pk)})
-    assert response.status_code == 404
+    assert list(ApiKey.objects.all()) == [alice]
+    assert admin_api.post("/api/memory/summarize", {"apiKeyId": str(probe.pk)}).status_code == 404
+    write = admin_api.post("/api/memory", {"apiKeyId": str(probe.pk), "key": "k", "content": "x"})
+    assert write.status_code == 404
 
 
-def test_stale_probes_left_by_a_dead_run_are_removed(admin_api, monkeypatch):
+def test_stale_probes_left_by_a_dead_run_are_removed(admin_api, no_embedding_source):
     from datetime import timedelta
 
     from django.utils import timezone
 
     from tests.factories import make_memory
 
-    use_source(monkeypatch, None)
     make_memory(
         health.probe_owner(),
         "left over",
@@ -162,8 +172,7 @@ def test_stale_probes_left_by_a_dead_run_are_removed(admin_api, monkeypatch):
     assert probe_rows() == 0
 
 
-def test_health_needs_a_token(anon_api, read_api, monkeypatch):
-    use_source(monkeypatch, None)
+def test_health_needs_a_token(anon_api, read_api, no_embedding_source):
     assert anon_api.get(URL).status_code == 401
     assert read_api.get(URL).status_code == 200
 

@@ -315,8 +315,8 @@ def test_stdio_refuses_to_start_without_a_valid_token(monkeypatch):
 
 def test_search_reports_the_strategy_that_ran_not_the_one_configured(db, settings):
     """Hybrid configured, no vector tier: the tool says keyword ran (and why), as retrieve-preview does."""
-    from memory.access import Principal
     from memory.mcp import search_memories
+    from memory.principals import Principal
     from tests.factories import make_memory
 
     settings.VECTOR_STORE_DISABLE_VEC = True

@@ -16,9 +16,10 @@ import os
 
 import anyio
 from django.core.management.base import BaseCommand, CommandError
-from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 
+from memory.exceptions import PermissionDenied
 from memory.mcp import build_stdio_server, principal_for_secret
+from memory.services.auth import Unauthenticated
 
 TOKEN_ENV = "OMNIROUTE_TOKEN"
 
@@ -35,8 +36,8 @@ class Command(BaseCommand):
             raise CommandError(f"no management token: pass --token or set {TOKEN_ENV}")
         try:
             principal = principal_for_secret(secret)
-        except (AuthenticationFailed, PermissionDenied) as exc:
-            raise CommandError(str(exc.detail)) from None
+        except (Unauthenticated, PermissionDenied) as exc:
+            raise CommandError(exc.message) from None
         reach = "all API keys" if principal.is_global else f"{len(principal.owner_ids)} API key(s)"
         self.stderr.write(f"omniroute-memory MCP server on stdio ({principal.scope} scope, {reach})")
         anyio.run(build_stdio_server(secret).run_stdio_async)

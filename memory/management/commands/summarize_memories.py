@@ -18,7 +18,6 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory.bounds import MAX_POSITION, int_option
 from memory.models import ApiKey
-from memory.services.health import PROBE_OWNER_ID
 from memory.services.summarization import summarizable_owners, summarize_older_than, summarize_to_budget
 
 DEFAULT_DAYS = 30
@@ -77,7 +76,7 @@ class Command(BaseCommand):
             owner_id = uuid.UUID(api_key)
         except ValueError:
             raise CommandError(f"--api-key {api_key!r} is not an API key id (a UUID)") from None
-        owner = ApiKey.objects.filter(pk=owner_id).exclude(pk=PROBE_OWNER_ID).first()
+        owner = ApiKey.objects.filter(pk=owner_id).first()
         if owner is None:
             raise CommandError(f"--api-key {api_key}: no such API key")
         return [owner]

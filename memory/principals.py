@@ -2,7 +2,7 @@
 
 Every read and write in ``memory`` takes a :class:`Principal`; this is the one
 place where owner isolation is decided, whatever the interface (REST, Studio,
-MCP, gateway).
+MCP, gateway). Credentials become principals in :mod:`memory.services.auth`.
 """
 
 from __future__ import annotations

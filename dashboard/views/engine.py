@@ -1,0 +1,318 @@
+"""The Engine tab: the status panel (polled), reindex, the embedding and rerank controls, the Qdrant card
+and the activity charts."""
+
+from __future__ import annotations
+
+import logging
+
+from django.shortcuts import render
+from django.views.decorators.http import require_POST
+
+from dashboard import charts
+from dashboard.forms import EngineSettingsForm
+from dashboard.owners import OwnerScope, owner_scope
+from dashboard.views.base import (
+    ENGINE_CHANGED_EVENT,
+    PAGE,
+    can_change_settings,
+    form_reply,
+    page_url,
+    require_settings_admin,
+    studio_view,
+)
+from gateway.models import UpstreamProvider
+from memory import selectors
+from memory.api.views_qdrant import QdrantSettingsSerializer
+from memory.conf import get_memory_settings, update_memory_settings
+from memory.engine_status import embedding_providers, engine_status
+from memory.qdrant_conf import get_qdrant_settings, update_qdrant_settings
+from memory.services.indexing import reindex_start
+from memory.services.qdrant import qdrant_check, qdrant_cleanup, qdrant_search
+
+logger = logging.getLogger("dashboard")
+
+EMBEDDING_SOURCES = (
+    ("auto", "Automatic", "Remote provider › transformers › static"),
+    ("remote", "Remote provider", "An OpenAI-compatible /embeddings endpoint"),
+    ("static", "Static local", "Distilled lookup table, sub-millisecond"),
+    ("transformers", "Transformers", "all-MiniLM-L6-v2 on ONNX Runtime"),
+)
+QDRANT_FIELDS = ("host", "port", "collection", "embeddingModel", "quantization")
+
+
+# ---------------------------------------------------------------- the status panel
+
+
+def status_context() -> dict:
+    """The status panel (``engine-status``): ``engine_status`` as rows, or why it failed."""
+    try:
+        status = engine_status()
+    except Exception as exc:  # a failing probe is shown in the panel, not a 500
+        logger.exception("engine status failed")
+        return {"status_error": f"Engine status failed: {exc}"}
+    return {
+        "status": status,
+        "status_rows": status_rows(status),
+        "status_pending": (status.get("vectorStore") or {}).get("needsReindex", 0),
+    }
+
+
+def status_rows(status: dict) -> list[dict]:
+    """The rows of the status panel: a dot state (ok / warn / error / unknown) and a sentence each."""
+    keyword = status.get("keyword") or {}
+    embedding = status.get("embedding") or {}
+    store = status.get("vectorStore") or {}
+    qdrant = status.get("qdrant") or {}
+    rerank = status.get("rerank") or {}
+    rows = [
+        {
+            "name": "Keyword (FTS5)",
+            "state": "ok" if keyword.get("available") else "error",
+            "text": "Keyword search available"
+            if keyword.get("available")
+            else keyword.get("reason", "unavailable"),
+        },
+        {
+            "name": "Embedding",
+            "state": "ok" if embedding.get("available") else "unknown",
+            "text": (
+                f"{embedding.get('source')} · {embedding.get('model')}"
+                + (f" · {embedding['dimensions']}d" if embedding.get("dimensions") else "")
+                if embedding.get("available")
+                else embedding.get("reason") or "No embedding source"
+            ),
+            "hint": embedding.get("reason") if embedding.get("available") else None,
+            "configure": None if embedding.get("available") else "embedding-card",
+        },
+    ]
+    backend = store.get("backend") or "none"
+    pending = store.get("needsReindex") or 0
+    warning = f"{pending} memor{'y needs' if pending == 1 else 'ies need'} reindexing" if pending else None
+    if store.get("stale"):
+        rows.append(
+            {
+                "name": "Vector store",
+                "state": "warn",
+                "text": f"{backend} · stale index: holds {store.get('signature')}, "
+                f"should hold {store.get('expectedSignature')}",
+                "hint": "Keyword search only until the reindex rebuilds it.",
+                "warning": warning,
+            }
+        )
+    else:
+        rows.append(
+            {
+                "name": "Vector store",
+                "state": "ok" if store.get("available") else ("unknown" if backend == "none" else "error"),
+                "text": (
+                    f"{backend} · {store.get('rowCount', 0)} vectors"
+                    if store.get("available")
+                    else store.get("reason") or backend
+                ),
+                "warning": warning,
+            }
+        )
+    int8 = store.get("int8Scan") or {}
+    if int8.get("exact") is not None:
+        rows.append(
+            {
+                "name": "Int8 pre-scan",
+                "state": "ok" if int8["exact"] else "warn",
+                "text": f"Exact kernel, owners of {int8['minRows']:,}+ vectors"
+                if int8["exact"]
+                else "Off: this CPU's int8 kernel failed its self-check; vectors are scanned in float32",
+                "hint": int8.get("reason"),
+            }
+        )
+    if not qdrant.get("enabled"):
+        rows.append({"name": "Qdrant", "state": "unknown", "text": "Disabled", "configure": "qdrant-card"})
+    elif qdrant.get("healthy"):
+        rows.append({"name": "Qdrant", "state": "ok", "text": f"Healthy ({qdrant.get('latencyMs')}ms)"})
+    else:
+        rows.append(
+            {
+                "name": "Qdrant",
+                "state": "error",
+                "text": qdrant.get("error") or "Unhealthy",
+                "configure": "qdrant-card",
+            }
+        )
+    if not rerank.get("enabled"):
+        rows.append({"name": "Rerank", "state": "unknown", "text": "Disabled", "configure": "rerank-card"})
+    else:
+        rows.append(
+            {
+                "name": "Rerank",
+                "state": "ok" if rerank.get("available") else "error",
+                "text": rerank.get("reason") or "",
+                "configure": None if rerank.get("available") else "rerank-card",
+            }
+        )
+    return rows
+
+
+# ---------------------------------------------------------------- the tab
+
+
+def engine_context(request, scope: OwnerScope) -> dict:
+    """The Engine tab as a whole."""
+    settings = get_memory_settings()
+    providers = embedding_providers()
+    remote_models = [
+        {**model, "label": f"{provider['provider']} · {model['name']} ({model.get('dimensions') or '?'}d)"}
+        for provider in providers
+        if provider.get("hasKey") and provider.get("provider") != "local"
+        for model in provider.get("models", [])
+    ]
+    rerank_provider, _, rerank_model = (settings.rerankProviderModel or "").partition("/")
+    context = {
+        "scope": scope,
+        "memory_settings": settings,
+        "can_change_settings": can_change_settings(scope.principal),
+        "embedding_sources": EMBEDDING_SOURCES,
+        "remote_models": remote_models,
+        "rerank_upstreams": [p for p in UpstreamProvider.objects.all() if getattr(p, "api_key", "")],
+        "rerank_provider": rerank_provider,
+        "rerank_model": rerank_model,
+        **status_context(),
+        "qdrant": _qdrant_card_settings(),
+    }
+    context["qdrant_healthy"] = bool(((context.get("status") or {}).get("qdrant") or {}).get("healthy"))
+    if not scope.is_empty:
+        activity = selectors.memory_activity(
+            principal=scope.principal, owner_ids=scope.principal.owner_filter(scope.api_key_id)
+        )
+        context.update(
+            {
+                "activity": activity,
+                "chart_days": charts.per_day_svg(activity),
+                "chart_types": charts.per_type_svg(activity),
+            }
+        )
+    return context
+
+
+@studio_view
+@require_POST
+def engine_reindex(request):
+    scope = owner_scope(request)
+    require_settings_admin(scope)
+    force = request.POST.get("force") in ("1", "true", "on")
+    context = {"scope": scope, "reindex_pending": reindex_start(force=force)}
+    return form_reply(request, back=page_url(scope, "engine"), region="reindex-result", context=context)
+
+
+@studio_view
+@require_POST
+def engine_settings(request):
+    """Embedding source, local sources, rerank: each control saves at once."""
+    scope = owner_scope(request)
+    require_settings_admin(scope)
+    form = EngineSettingsForm(request.POST)
+    error = None
+    if form.is_valid():
+        update_memory_settings(form.changes)
+    else:
+        error = " ".join(form.non_field_errors())
+    return form_reply(
+        request,
+        back=page_url(scope, "engine"),
+        region="engine-settings",
+        context=lambda: {**engine_context(request, scope), "settings_error": error},
+        events={ENGINE_CHANGED_EVENT: {}} if error is None else None,
+    )
+
+
+# ---------------------------------------------------------------- the Qdrant card
+
+
+def _qdrant_card_settings() -> dict:
+    """The public Qdrant settings (API key masked) and the models offered in the quick-select."""
+    cfg = get_qdrant_settings()
+    models = ["auto"] + sorted(
+        {model["id"] for provider in embedding_providers() for model in provider.get("models", [])}
+    )
+    return {**cfg.as_public_dict(), "active": cfg.active, "models": models}
+
+
+def _qdrant_test() -> dict:
+    """``GET /api/settings/qdrant/health``'s answer, in words for a person when Qdrant is not set up."""
+    check = qdrant_check()
+    if not check.configured:
+        return {"ok": False, "latencyMs": 0, "error": "not configured (enable Qdrant and set a host)"}
+    return check.as_dict()
+
+
+def _qdrant_changes(post) -> dict:
+    """The fields a Qdrant save sends (the reference sends them all with every save)."""
+    changes = {name: post.get(name, "").strip() for name in QDRANT_FIELDS if name in post}
+    if "port" in changes:
+        try:
+            changes["port"] = int(changes["port"])
+        except ValueError:
+            pass  # the serializer reports it
+    if post.get("apiKey"):
+        changes["apiKey"] = post["apiKey"]
+    return changes
+
+
+def _qdrant_save(changes: dict) -> dict:
+    """Validate ``changes`` with the API's serializer and store them; the errors by field, if any."""
+    serializer = QdrantSettingsSerializer(data=changes)
+    if not serializer.is_valid():
+        return {name: [str(m) for m in messages] for name, messages in serializer.errors.items()}
+    update_qdrant_settings(dict(serializer.validated_data))
+    return {}
+
+
+def _qdrant_card_context(request, context: dict, errors: dict) -> dict:
+    if errors:
+        context.update(
+            {
+                "qdrant": {**_qdrant_card_settings(), **{k: request.POST.get(k, "") for k in QDRANT_FIELDS}},
+                "qdrant_errors": errors,
+            }
+        )
+    else:
+        context.update({"qdrant": _qdrant_card_settings(), "qdrant_saved": True})
+    if context["qdrant"].get("active"):
+        context["qdrant_healthy"] = qdrant_check().ok
+    context["memory_settings"] = get_memory_settings()
+    return context
+
+
+@studio_view
+@require_POST
+def engine_qdrant(request):
+    """The Qdrant card: save, enable, remove the key (admins); test, cleanup (admins); search (read)."""
+    scope = owner_scope(request)
+    action = request.POST.get("action", "save")
+    context = {"scope": scope, "can_change_settings": can_change_settings(scope.principal)}
+    if action == "search":
+        query = (request.POST.get("query") or "").strip()[:8000]
+        context["search"] = (
+            qdrant_search(query=query, top_k=5, owner_ids=scope.principal.owner_filter(scope.api_key_id))
+            if query
+            else {"ok": False, "results": [], "error": "Type something to search for."}
+        )
+        return render(request, f"{PAGE}#qdrant-search-result", context)
+    require_settings_admin(scope)
+    if action == "test":
+        context["probe"] = _qdrant_test()
+        return render(request, f"{PAGE}#qdrant-test-result", context)
+    if action == "cleanup":
+        context["cleanup"] = qdrant_cleanup().as_dict()
+        return render(request, f"{PAGE}#qdrant-cleanup-result", context)
+    changes = _qdrant_changes(request.POST)
+    if action == "toggle":
+        changes["enabled"] = request.POST.get("enabled") == "true"
+    elif action == "remove-key":
+        changes = {"apiKey": ""}
+    errors = _qdrant_save(changes)
+    return form_reply(
+        request,
+        back=page_url(scope, "engine"),
+        region="qdrant-card",
+        context=lambda: _qdrant_card_context(request, context, errors),
+        events={ENGINE_CHANGED_EVENT: {}},
+    )

@@ -1,0 +1,322 @@
+"""The Memories tab: the list (search, type filter, pages), add, inline edit, delete, the pipeline health
+dot and compaction."""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlencode
+
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from dashboard.forms import CompactForm, MemoryForm
+from dashboard.owners import OwnerScope, owner_scope, write_owner
+from dashboard.views.base import (
+    PAGE,
+    TYPE_HELP,
+    changed_events,
+    form_reply,
+    int_param,
+    page_url,
+    render_page,
+    studio_view,
+)
+from memory import selectors
+from memory.bounds import MAX_POSITION
+from memory.embeddings.runtime import cache_stats
+from memory.exceptions import Conflict, DomainError, NotFound
+from memory.models import MemoryType
+from memory.services.health import run_health_check
+from memory.services.memories import MemoryInput, memory_create, memory_delete, memory_update
+from memory.services.summarization import summarize_older_than
+
+logger = logging.getLogger("dashboard")
+
+PAGE_SIZE = 20
+
+
+# ---------------------------------------------------------------- the list
+
+
+def list_filters(request) -> dict:
+    """The list's ``q``, ``type`` and ``page`` (also the export's filter)."""
+    q = (request.GET.get("q") or "").strip()[:1000]
+    type_ = request.GET.get("type") or ""
+    if type_ not in MemoryType.values:
+        type_ = ""
+    return {"q": q, "type": type_, "page": int_param(request.GET.get("page"), 1, lo=1, hi=MAX_POSITION)}
+
+
+def _query_list(scope: OwnerScope, filters: dict) -> dict:
+    return selectors.memory_list(
+        principal=scope.principal,
+        api_key_id=scope.api_key_id,
+        type=filters["type"] or None,
+        q=filters["q"] or None,
+        page=filters["page"],
+        limit=PAGE_SIZE,
+    )
+
+
+def _list_context(request, scope: OwnerScope, *, editing=None) -> dict:
+    filters = list_filters(request)
+    context = {"scope": scope, "filters": filters, "editing": editing, "type_help": TYPE_HELP}
+    if scope.is_empty:
+        return context
+    result = _query_list(scope, filters)
+    if result["totalPages"] and filters["page"] > result["totalPages"]:
+        filters["page"] = result["totalPages"]
+        result = _query_list(scope, filters)
+    return _finish_list_context(scope, filters, context, result)
+
+
+def _finish_list_context(scope, filters, context, result) -> dict:
+    for memory in result["data"]:
+        _decorate(scope, memory)
+    page, total_pages = result["page"], max(1, result["totalPages"])
+    link = {"q": filters["q"], "type": filters["type"]}
+    cache = cache_stats()
+    lookups = cache["hits"] + cache["misses"]
+    context.update(
+        {
+            "result": result,
+            "rows": result["data"],
+            "total_pages": total_pages,
+            "prev_url": page_url(scope, "memories", page=page - 1, **link) if page > 1 else None,
+            "next_url": page_url(scope, "memories", page=page + 1, **link) if page < total_pages else None,
+            "export_url": f"{reverse('dashboard:memory-export')}?"
+            + urlencode({"owner": scope.param, **{k: v for k, v in link.items() if v}}),
+            "stats": {
+                "total": result["stats"]["total"],
+                "tokens": f"{result['stats']['tokensUsed']:,}",
+                "by_type": sorted(result["stats"]["byType"].items()),
+                "hit_rate": f"{cache['hitRate'] * 100:.1f}" if lookups else None,
+                "hits": cache["hits"],
+                "misses": cache["misses"],
+            },
+            "filtered": bool(filters["q"] or filters["type"]),
+        }
+    )
+    return context
+
+
+def memories_context(request, scope: OwnerScope) -> dict:
+    """The Memories tab as a whole: the list (and the row being edited), the add and compact forms."""
+    context = _list_context(request, scope, editing=_editing(request))
+    for memory in context.get("rows", []):
+        if memory.uuid == context["editing"]:
+            context["form"] = MemoryForm.for_memory(memory)
+            context["form"].auto_id = f"edit_{memory.uuid.hex}_%s"
+    context.update(
+        {
+            "add_form": MemoryForm(auto_id="add_%s"),
+            "compact_form": CompactForm(auto_id="compact_%s"),
+            "health": {"state": "unknown", "label": "Checking…", "title": "Not checked yet"},
+            "health_initial": True,
+        }
+    )
+    return context
+
+
+def _editing(request):
+    value = request.GET.get("edit")
+    if not value:
+        return None
+    try:
+        return selectors.parse_memory_id(value)
+    except DomainError:
+        return None
+
+
+def render_list(request, scope: OwnerScope, *, status: int = 200) -> HttpResponse:
+    """The list region plus the counters and the export link, swapped out of band."""
+    context = _list_context(request, scope)
+    html = render_to_string(f"{PAGE}#memory-list", context, request)
+    if not scope.is_empty:
+        html += render_to_string(f"{PAGE}#memory-stats", {**context, "oob": True}, request)
+        html += render_to_string(f"{PAGE}#export-link", {**context, "oob": True}, request)
+    return HttpResponse(html, status=status)
+
+
+# ---------------------------------------------------------------- one memory
+
+
+@studio_view
+@require_POST
+def memory_add(request):
+    scope = owner_scope(request)
+    form = MemoryForm(request.POST, auto_id="add_%s")
+    saved = None
+    if form.is_valid():
+        try:
+            owner = write_owner(request, scope)
+        except DomainError as exc:
+            form.add_error(None, exc.message)
+        else:
+            data = form.validated
+            saved, created = memory_create(
+                MemoryInput(
+                    owner=owner, type=data.get("type") or "factual", key=data["key"], content=data["content"]
+                )
+            )
+            return form_reply(
+                request,
+                back=page_url(scope, "memories"),
+                region="add-form",
+                context={
+                    "scope": scope,
+                    "add_form": MemoryForm(auto_id="add_%s"),
+                    "saved": saved,
+                    "created": created,
+                },
+                events=changed_events(close="add-dialog"),
+            )
+    if not request.htmx:
+        tab = {**memories_context(request, scope), "add_form": form, "dialog": "add"}
+        return render_page(request, scope, "memories", tab, status=400)
+    return render(request, f"{PAGE}#add-form", {"scope": scope, "add_form": form, "saved": saved})
+
+
+def _memory_or_404(scope: OwnerScope, memory_id):
+    try:
+        memory = selectors.memory_get(principal=scope.principal, memory_id=memory_id)
+    except NotFound:
+        raise Http404("Memory not found") from None
+    return _decorate(scope, memory)
+
+
+def _decorate(scope: OwnerScope, memory):
+    """What a row shows besides the model fields: the owner's name and the type's description."""
+    memory.owner_name = scope.name_of(memory.owner_id)
+    memory.type_help = TYPE_HELP.get(memory.type, "")
+    return memory
+
+
+def _row_context(scope: OwnerScope, memory, **extra) -> dict:
+    return {"scope": scope, "m": memory, "type_help": TYPE_HELP, **extra}
+
+
+@studio_view
+@require_GET
+def memory_row(request, memory_id):
+    scope = owner_scope(request)
+    memory = _memory_or_404(scope, memory_id)
+    return render(request, f"{PAGE}#memory-row", _row_context(scope, memory))
+
+
+@studio_view
+@require_http_methods(["GET", "POST"])
+def memory_edit(request, memory_id):
+    """Inline edit: GET gives the edit row, POST saves it (metadata JSON validated like the API)."""
+    scope = owner_scope(request)
+    memory = _memory_or_404(scope, memory_id)
+    if request.method == "GET":
+        if not request.htmx:
+            return redirect(page_url(scope, "memories", edit=str(memory.uuid)))
+        form = MemoryForm.for_memory(memory)
+        form.auto_id = f"edit_{memory.uuid.hex}_%s"
+        return render(request, f"{PAGE}#memory-row-edit", _row_context(scope, memory, form=form))
+    form = MemoryForm.for_memory(memory, data=request.POST)
+    form.auto_id = f"edit_{memory.uuid.hex}_%s"
+    if form.is_valid():
+        try:
+            memory = memory_update(memory, **form.validated)
+        except Conflict as exc:
+            form.add_error("key", exc.message)
+        else:
+            return form_reply(
+                request,
+                back=page_url(scope, "memories"),
+                region="memory-row",
+                context=_row_context(scope, _decorate(scope, memory)),
+                events=changed_events(),
+            )
+    if not request.htmx:
+        tab = {**memories_context(request, scope), "editing": memory.uuid, "form": form}
+        return render_page(request, scope, "memories", tab, status=400)
+    return render(request, f"{PAGE}#memory-row-edit", _row_context(scope, memory, form=form))
+
+
+@studio_view
+@require_http_methods(["GET", "POST"])
+def memory_delete_view(request, memory_id):
+    """GET: a confirmation page (no JavaScript); POST: delete."""
+    scope = owner_scope(request)
+    memory = _memory_or_404(scope, memory_id)
+    if request.method == "GET":
+        return render(
+            request,
+            "dashboard/confirm_delete.html",
+            {"scope": scope, "m": memory, "back": page_url(scope, "memories")},
+        )
+    memory_delete(memory)
+    return form_reply(request, back=page_url(scope, "memories"), region=None, events=changed_events())
+
+
+# ---------------------------------------------------------------- the toolbar: health, compaction
+
+
+@studio_view
+@require_GET
+def memory_health(request):
+    """The health dot: the write → search → read → delete round trip of ``GET /api/memory/health``."""
+    try:
+        report = run_health_check()
+    except Exception as exc:  # the check itself failing is a red dot, not a 500
+        logger.exception("pipeline health check failed")
+        health = {"state": "error", "label": "Pipeline error", "title": str(exc)}
+    else:
+        latency = report.get("latencyMs")
+        if report.get("working"):
+            health = {"state": "ok", "label": "Pipeline OK", "title": f"Pipeline OK ({latency}ms)"}
+        else:
+            health = {
+                "state": "error",
+                "label": "Pipeline error",
+                "title": report.get("error") or "Pipeline error",
+            }
+        health["stages"] = report.get("stages") or {}
+    return render(request, f"{PAGE}#health", {"health": health})
+
+
+@studio_view
+@require_POST
+def memory_compact(request):
+    """Compact old memories of one owner: a dry run lists the candidates, ``confirm`` does it."""
+    scope = owner_scope(request)
+    form = CompactForm(request.POST, auto_id="compact_%s")
+    context = {"scope": scope, "compact_form": form, "target_owner": request.POST.get("target_owner", "")}
+    if form.is_valid():
+        days, confirm = form.cleaned_data["days"], form.cleaned_data["confirm"]
+        try:
+            owner = write_owner(request, scope)
+            result = summarize_older_than(owner=owner, days=days, dry_run=not confirm)
+        except DomainError as exc:
+            context["compact_error"] = exc.message
+        else:
+            candidates = [m.key or str(m.uuid) for m in result.candidates]
+            context.update(
+                {
+                    "days": days,
+                    "done": confirm,
+                    "result": {
+                        "candidates": candidates,
+                        "totalTokens": result.total_tokens,
+                        "deletedCount": result.deleted_count,
+                        "summaryId": result.summary_id,
+                        "dryRun": result.dry_run,
+                    },
+                    "candidates": candidates,
+                    "owner_name": owner.name,
+                }
+            )
+    return form_reply(
+        request,
+        back=page_url(scope, "memories"),
+        region="compact-result",
+        context=context,
+        events=changed_events() if context.get("done") else None,
+    )
