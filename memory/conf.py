@@ -132,13 +132,17 @@ def _string_list(value, default):
     return [v for v in value if isinstance(v, str)] if isinstance(value, list) else default
 
 
+# The ranked lists hybrid retrieval fuses (memory.retrieval.engine), each weighable by rrfWeights.
+FUSION_LISTS = ("vector", "fts", "session", "answerType")
+
+
 def _weights(value, default):
     if not isinstance(value, dict):
         return default
     return {
         k: float(v)
         for k, v in value.items()
-        if k in ("fts", "vector") and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+        if k in FUSION_LISTS and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
     }
 
 

@@ -193,10 +193,10 @@ class MemorySettingsSerializer(StrictSerializer):
         return value or None
 
     def validate_rrfWeights(self, value):
-        unknown = set(value) - {"fts", "vector"}
+        unknown = set(value) - set(conf.FUSION_LISTS)
         if unknown:
             raise serializers.ValidationError(
-                f"Only 'fts' and 'vector' weights exist, not {sorted(unknown)}."
+                f"Only {', '.join(repr(n) for n in conf.FUSION_LISTS)} weights exist, not {sorted(unknown)}."
             )
         return value
 

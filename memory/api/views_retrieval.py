@@ -48,6 +48,12 @@ class PreviewHitSerializer(serializers.Serializer):
     tier = serializers.ChoiceField(choices=["qdrant", "vector", "hybrid", "hybrid-rrf", "fts5", "recent"])
     vecScore = serializers.FloatField(allow_null=True)
     ftsScore = serializers.FloatField(allow_null=True)
+    sessionScore = serializers.FloatField(
+        allow_null=True, help_text="Hybrid, conversation turns: the best keyword score in the turn's session."
+    )
+    answerType = serializers.BooleanField(
+        help_text="Hybrid: the memory names a time and the question asks when (it was lifted for it)."
+    )
     belowFloor = serializers.BooleanField(help_text="A match the gateway drops (weak vector-only match).")
 
 

@@ -35,6 +35,7 @@ from django.utils import timezone
 from memory.conf import MemorySettings, get_memory_settings
 from memory.embeddings.base import EmbeddingError
 from memory.models import ApiKey, Memory
+from memory.retrieval import signals
 from memory.retrieval.budget import estimate_tokens, walk_budget
 from memory.retrieval.fts import fts_search, read_conditions
 from memory.retrieval.fusion import normalized, rrf
@@ -63,6 +64,10 @@ class Hit:
     tokens: int = 0
     vec_score: float | None = None
     fts_score: float | None = None
+    # Hybrid only (memory.retrieval.signals): for a conversation turn, the best keyword score in its
+    # session; whether it names a time, the answer a "when" question wants.
+    session_score: float | None = None
+    answer_type: bool = False
     # A match the gateway drops as noise (see ``_mark_weak``); kept only when
     # ``retrieve(filter_irrelevant=False)`` asked to see them.
     below_floor: bool = False
@@ -300,7 +305,7 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
             resolution.fallback(f"qdrant search failed: {type(exc).__name__}")
         if vec:
             resolution["vectorStore"] = "qdrant"
-            return _mark_weak(_rank(strategy, settings, filters, fts, k, vec, "qdrant", limit))
+            return _mark_weak(_rank(strategy, settings, filters, fts, k, vec, "qdrant", limit, query))
         if ctx.write_store is None:
             return None
         ctx.store, ctx.store_name = ctx.write_store, "sqlite-vec"
@@ -317,20 +322,22 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
         resolution.fallback(f"vector search failed: {type(exc).__name__}")
         return None
     resolution["vectorStore"] = ctx.store_name
-    return _mark_weak(_rank(strategy, settings, filters, fts, k, vec, "vector", limit))
+    return _mark_weak(_rank(strategy, settings, filters, fts, k, vec, "vector", limit, query))
 
 
 def _mark_weak(hits: list[Hit]) -> list[Hit]:
     """Mark the memories found only by a weak vector match (``MEMORY_VEC_MIN_SCORE``):
-    noise in a prompt (they cost tokens and can mislead), so the gateway drops them."""
+    noise in a prompt (they cost tokens and can mislead), so the gateway drops them. A turn
+    whose session matched the keywords is not vector-only: its session is keyword evidence."""
     floor = django_settings.MEMORY_VEC_MIN_SCORE
     for hit in hits:
-        hit.below_floor = hit.fts_score is None and (hit.vec_score or 0) < floor
+        hit.below_floor = hit.fts_score is None and hit.session_score is None and (hit.vec_score or 0) < floor
     return hits
 
 
-def _rank(strategy, settings, filters, fts_request, k, vec, tier, limit) -> list[Hit]:
-    """Semantic: the vector hits that pass the filters; hybrid: fused with FTS5 (``MEMORY_FUSION``).
+def _rank(strategy, settings, filters, fts_request, k, vec, tier, limit, query) -> list[Hit]:
+    """Semantic: the vector hits that pass the filters; hybrid: fused (``MEMORY_FUSION``) with FTS5 and
+    the lists of ``memory.retrieval.signals`` (session, answer type) over the same candidates.
 
     Liveness (owner, expiry, session, retention) is checked on ids first and
     only the ``limit`` best rows are loaded as models: building instances was
@@ -344,19 +351,26 @@ def _rank(strategy, settings, filters, fts_request, k, vec, tier, limit) -> list
         return [Hit(memories[seq], score, tier, vec_score=score) for seq, score in top if seq in memories]
 
     fts = fts_request.result()
+    keyword = [(h.seq, -h.rank) for h in fts]  # bm25 ranks are negative, better first
+    order = [seq for seq, _ in vec] + [seq for seq, _ in keyword]
+    found = signals.candidates(order, question=query)
+    session = signals.session_list(keyword, order, found)
+    answer_type = signals.answer_type_list(order, found)
     rule = django_settings.MEMORY_FUSION
+    lists = {"vector": vec, "fts": keyword}
+    if session:
+        lists["session"] = session
+    if answer_type:
+        lists["answerType"] = answer_type
     if rule == "rrf":
-        fused = rrf(
-            {"vector": [seq for seq, _ in vec], "fts": [h.seq for h in fts]},
-            k=django_settings.MEMORY_RRF_K,
-            weights=settings.rrfWeights,
-        )[:limit]
-    else:  # bm25 ranks are negative, better first: its score is -rank
-        fused = normalized(
-            {"vector": vec, "fts": [(h.seq, -h.rank) for h in fts]}, weights=settings.rrfWeights
-        )[:limit]
+        ranked = {name: [seq for seq, _ in scored] for name, scored in lists.items()}
+        fused = rrf(ranked, k=django_settings.MEMORY_RRF_K, weights=settings.rrfWeights)[:limit]
+    else:
+        fused = normalized(lists, weights=settings.rrfWeights)[:limit]
     vec_scores = dict(vec)
     fts_scores = {h.seq: h.rank for h in fts}
+    session_scores = dict(session)
+    timed = {seq for seq, _ in answer_type}
     memories = _fetch([f.item for f in fused])
     return [
         Hit(
@@ -365,6 +379,8 @@ def _rank(strategy, settings, filters, fts_request, k, vec, tier, limit) -> list
             FUSION_TIERS[rule],
             vec_score=vec_scores.get(f.item),
             fts_score=fts_scores.get(f.item),
+            session_score=session_scores.get(f.item),
+            answer_type=f.item in timed,
         )
         for f in fused
         if f.item in memories

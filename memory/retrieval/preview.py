@@ -99,6 +99,8 @@ def _bundle(result: RetrievalResult) -> dict:
                 "tier": hit.tier,
                 "vecScore": hit.vec_score,
                 "ftsScore": hit.fts_score,
+                "sessionScore": hit.session_score,
+                "answerType": hit.answer_type,
                 "belowFloor": hit.below_floor,
             }
             for hit in result.hits

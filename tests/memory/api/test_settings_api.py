@@ -53,12 +53,21 @@ def test_put_writes_and_returns_the_normalised_settings(admin_api):
         ({"strategy": "unsupported"}, "strategy"),
         ({"embeddingSource": "magic"}, "embeddingSource"),
         ({"surprise": 1}, "surprise"),
+        ({"rrfWeights": {"speaker": 1}}, "rrfWeights"),
+        ({"rrfWeights": {"fts": -1}}, "rrfWeights.fts"),
     ],
 )
 def test_put_rejects_bad_values(admin_api, body, field):
     r = admin_api.put("/api/settings/memory", body)
     assert r.status_code == 400
     assert [d["field"] for d in r.json()["error"]["details"]] == [field]
+
+
+def test_every_fused_list_can_be_weighed(admin_api):
+    weights = {"vector": 1.0, "fts": 0.5, "session": 0.0, "answerType": 2.0}
+    r = admin_api.put("/api/settings/memory", {"rrfWeights": weights})
+    assert r.status_code == 200 and r.json()["rrfWeights"] == weights
+    assert conf.get_memory_settings().rrfWeights == weights
 
 
 def test_junk_in_the_database_reads_back_as_defaults(db):

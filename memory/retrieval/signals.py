@@ -1,0 +1,121 @@
+"""The extra ranked lists hybrid retrieval fuses beside the vector and keyword lists.
+
+Each list re-scores the candidates the two searches already found (never adds new ones) by one signal
+that their own scores miss, and is fused like them (``memory.retrieval.fusion``: equal weights, min-max
+normalised, an operator may weigh it through ``rrfWeights``). Neither has a tuned parameter. Measured on
+both dev sets (docs/retrieval-quality.md).
+
+- **session**: in a conversation stored one turn per memory (``(YYYY-MM-DD) Speaker: text``, see
+  ``memory.services.turns``), the turn that answers a question often shares few of its words
+  ("Officially! Since the 18th.") while another turn of its session shares many. Each candidate turn
+  scores the best keyword (bm25) score of any keyword candidate of its session (same owner, same
+  ``session_id``, same date). Memories that are not turns get nothing from it.
+- **answer type**: a question that asks *when* ("When did…", "What day…", "Quand…", "Quando…") is
+  answered by a memory that names a time. Candidates whose text (a turn's utterance, without its date
+  prefix) holds a date, a month, a weekday, a clock time or a relative time ("last week") score 1.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from django.db import connection
+
+# A turn's content starts with its date in parentheses, then "Speaker: ".
+TURN = re.compile(r"^\((\d{4}-\d{2}-\d{2})\) [^:\n]{1,80}: ")
+
+_MONTHS = (
+    # "May" only capitalised: "may" is also a verb; no short forms that are words ("mar" is the sea).
+    "january|february|march|april|(?-i:May)|june|july|august|september|october|november|december"
+    "|sept"
+    "|janvier|février|fevrier|mars|avril|mai|juin|juillet|août|aout|septembre|octobre|novembre|décembre"
+    "|janeiro|fevereiro|março|marco|abril|maio|junho|julho|agosto|setembro|outubro|novembro|dezembro"
+)
+_DAYS = (
+    "monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|tonight|today|tomorrow|yesterday"
+    "|lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche|aujourd'hui|demain|hier"
+    "|segunda|terça|terca|quarta|quinta|sexta|sábado|sabado|domingo|hoje|amanhã|amanha|ontem"
+)
+_RELATIVE = (
+    r"(?:last|next|this) (?:week|month|year|night|spring|summer|autumn|fall|winter)|\w+ ago"
+    r"|(?:la semaine|le mois|l'année) (?:dernière|derniere|prochaine)"
+    r"|(?:semana|mês|mes|ano) (?:passad[oa]|que vem)|há \w+"
+)
+TIME_EXPRESSION = re.compile(
+    rf"\b(?:{_MONTHS}|{_DAYS}|{_RELATIVE}"
+    r"|\d{1,2}(?:st|nd|rd|th|er|e|º|ª)?\s+(?:of\s+)?(?:" + _MONTHS + r")"
+    r"|\d{1,2}(?:st|nd|rd|th)|(?:19|20)\d\d|\d{1,2}[:h]\d\d|\d{1,2}\s?(?:am|pm)|o'clock)\b",
+    re.IGNORECASE,
+)
+WHEN_QUESTION = re.compile(
+    r"^\W*(?:when|since when|what (?:date|day|month|year|time)|which (?:date|day|month|year)|how long ago"
+    r"|on what (?:date|day)|quand|depuis quand|quel (?:jour|mois)|quelle (?:date|année|annee|heure)"
+    r"|quando|desde quando|em que (?:dia|data|mês|mes|ano)|que dia)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_when(question: str) -> bool:
+    """Whether ``question`` asks for a time ("When did…", "What day…", "Quand…", "Quando…")."""
+    return bool(WHEN_QUESTION.search(question or ""))
+
+
+def names_a_time(content: str) -> bool:
+    """Whether ``content`` (a turn: its utterance, not its date prefix) names a date or a time."""
+    turn = TURN.match(content)
+    return bool(TIME_EXPRESSION.search(content[turn.end() :] if turn else content))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    session: tuple[str, str] | None  # (session_id, date) for a conversation turn
+    names_a_time: bool
+
+
+def candidates(seqs: Iterable[int], *, question: str) -> dict[int, Candidate]:
+    """What the signals need of each candidate, in one query (only the time check reads the content,
+    and only for a question that asks when)."""
+    seqs = list(dict.fromkeys(seqs))
+    if not seqs:
+        return {}
+    when = asks_when(question)
+    marks = ", ".join(["%s"] * len(seqs))
+    text = "content" if when else "substr(content, 1, 200)"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT seq, session_id, {text} FROM memories WHERE seq IN ({marks})", seqs)
+        rows = cursor.fetchall()
+    out = {}
+    for seq, session_id, content in rows:
+        turn = TURN.match(content)
+        out[int(seq)] = Candidate(
+            session=(session_id or "", turn.group(1)) if turn else None,
+            names_a_time=when and names_a_time(content),
+        )
+    return out
+
+
+def session_list(
+    keyword: Sequence[tuple[int, float]], order: Iterable[int], found: dict[int, Candidate]
+) -> list[tuple[int, float]]:
+    """The candidates (in ``order``) that are turns, each scored by the best ``keyword`` score (higher is
+    better) among the keyword candidates of its session, best first. Turns whose session has no keyword
+    candidate, and memories that are not turns, are left out (they get nothing from this list)."""
+    best: dict[tuple[str, str], float] = {}
+    for seq, score in keyword:
+        session = found[seq].session if seq in found else None
+        if session is not None and score > best.get(session, float("-inf")):
+            best[session] = score
+    scored = []
+    for seq in dict.fromkeys(order):
+        session = found[seq].session if seq in found else None
+        if session in best:
+            scored.append((seq, best[session]))
+    scored.sort(key=lambda pair: pair[1], reverse=True)
+    return scored
+
+
+def answer_type_list(order: Iterable[int], found: dict[int, Candidate]) -> list[tuple[int, float]]:
+    """The candidates that name a time, each scoring 1 (empty unless the question asks when)."""
+    return [(seq, 1.0) for seq in dict.fromkeys(order) if seq in found and found[seq].names_a_time]
