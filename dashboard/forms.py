@@ -174,7 +174,6 @@ class SettingsForm(SerializerForm):
     maxTokens = forms.IntegerField(min_value=0, max_value=16000)
     retentionDays = forms.IntegerField(min_value=1, max_value=365)
     strategy = forms.ChoiceField(choices=[(s, s) for s in conf.STRATEGIES])
-    skillsEnabled = forms.BooleanField(required=False)
     autoSummarize = forms.BooleanField(required=False)
 
 

@@ -1,10 +1,14 @@
-"""Typed runtime settings: stored in the database, defaulting to the environment.
+"""Runtime settings stored in the database, over defaults from ``omniroute/settings.py``.
 
-Read through :func:`get_memory_settings` (cached for
+One mechanism for every group of settings an operator changes at runtime
+(the memory settings here; Qdrant's in ``memory.qdrant_conf``): a frozen
+dataclass, one normaliser per field, and a :class:`StoredSettings` that keeps
+the group in the ``Setting`` table under its prefix. Reads are cached for
 ``MEMORY_SETTINGS_CACHE_SECONDS`` and invalidated on every write made in this
-process; other processes see a write within that time). Values read back from
+process (other processes see a write within that time). Values read back from
 the database are normalised as in the reference §6.1 and never raise: junk
-falls back to the default.
+falls back to the default, and stored keys the group no longer has (old
+fields) are ignored.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Generic, TypeVar
 
 from django.conf import settings
@@ -41,7 +45,6 @@ class MemorySettings:
     maxTokens: int = 2000
     retentionDays: int = 30
     strategy: str = "hybrid"
-    skillsEnabled: bool = True
     autoSummarize: bool = False
     scope: str = "apiKey"
     # Off by default (reference L1): what the assistant says is not the user's fact.
@@ -60,9 +63,8 @@ class MemorySettings:
     customApiKey: str | None = None
     allowPrivateUrls: bool = False
     rrfWeights: dict[str, float] = field(default_factory=dict)
-    primaryBackend: str = "sqlite"
-    fallbackBackends: list[str] = field(default_factory=list)
-    backendConfigs: dict[str, Any] = field(default_factory=dict)
+    # No backend fields (primaryBackend, fallbackBackends, backendConfigs) nor skillsEnabled: they
+    # were stored and read by nothing. The providers issue brings backends back with a meaning.
 
     def as_dict(self, *, mask_secrets: bool = True) -> dict[str, Any]:
         data = asdict(self)
@@ -98,11 +100,15 @@ def env_defaults() -> MemorySettings:
     )
 
 
-def _bool(value, default):
+# Normalisers: ``(stored value, default) -> value``; they never raise. Shared with memory.qdrant_conf.
+Normaliser = Callable[[Any, Any], Any]
+
+
+def boolean(value, default):
     return value if isinstance(value, bool) else default
 
 
-def _clamp(lo, hi):
+def clamped(lo, hi):
     def normalise_value(value, default):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
             return default
@@ -113,7 +119,7 @@ def _clamp(lo, hi):
     return normalise_value
 
 
-def _choice(choices):
+def one_of(choices):
     def normalise_value(value, default):
         return value if value in choices else default
 
@@ -122,14 +128,6 @@ def _choice(choices):
 
 def _model_name(value, default):
     return value if isinstance(value, str) and value.strip() else None
-
-
-def _string(value, default):
-    return value if isinstance(value, str) and value else default
-
-
-def _string_list(value, default):
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else default
 
 
 # The ranked lists hybrid retrieval fuses (memory.retrieval.engine), each weighable by rrfWeights.
@@ -146,48 +144,28 @@ def _weights(value, default):
     }
 
 
-def _object(value, default):
-    return value if isinstance(value, dict) else default
-
-
-NORMALISERS = {
-    "enabled": _bool,
-    "maxTokens": _clamp(0, 16000),
-    "retentionDays": _clamp(1, 365),
-    "strategy": _choice(STRATEGIES),
-    "skillsEnabled": _bool,
-    "autoSummarize": _bool,
-    "scope": _choice(SCOPES),
-    "extractFromAssistant": _bool,
-    "learningEnabled": _bool,
-    "embeddingSource": _choice(EMBEDDING_SOURCES),
+NORMALISERS: dict[str, Normaliser] = {
+    "enabled": boolean,
+    "maxTokens": clamped(0, 16000),
+    "retentionDays": clamped(1, 365),
+    "strategy": one_of(STRATEGIES),
+    "autoSummarize": boolean,
+    "scope": one_of(SCOPES),
+    "extractFromAssistant": boolean,
+    "learningEnabled": boolean,
+    "embeddingSource": one_of(EMBEDDING_SOURCES),
     "embeddingProviderModel": _model_name,
-    "transformersEnabled": _bool,
-    "staticEnabled": _bool,
-    "rerankEnabled": _bool,
+    "transformersEnabled": boolean,
+    "staticEnabled": boolean,
+    "rerankEnabled": boolean,
     "rerankProviderModel": _model_name,
-    "vectorStore": _choice(VECTOR_STORES),
+    "vectorStore": one_of(VECTOR_STORES),
     "customBaseUrl": _model_name,
     "customModelId": _model_name,
     "customApiKey": _model_name,
-    "allowPrivateUrls": _bool,
+    "allowPrivateUrls": boolean,
     "rrfWeights": _weights,
-    "primaryBackend": _string,
-    "fallbackBackends": _string_list,
-    "backendConfigs": _object,
 }
-SETTING_FIELDS = tuple(f.name for f in fields(MemorySettings))
-PREFIX = "memory."
-
-
-def normalise(raw: dict[str, Any], defaults: MemorySettings | None = None) -> MemorySettings:
-    """Overlay the known keys of ``raw`` on ``defaults``, normalising each value."""
-    base = defaults or env_defaults()
-    values = {}
-    for name in SETTING_FIELDS:
-        default = getattr(base, name)
-        values[name] = NORMALISERS[name](raw[name], default) if name in raw else default
-    return MemorySettings(**values)
 
 
 class Cached(Generic[T]):
@@ -224,24 +202,52 @@ class Cached(Generic[T]):
 
 
 class StoredSettings(Generic[T]):
-    """A typed settings object stored in the ``Setting`` table under ``prefix``.
+    """One group of runtime settings: the frozen dataclass ``model``, stored in the ``Setting`` table
+    as one row per field under ``prefix`` (``memory.maxTokens``).
 
-    ``build(raw)`` turns the stored ``{field: value}`` into the settings object
-    (normalising, over the env defaults). Reads are :class:`Cached`; a write
-    invalidates the cache.
+    A read overlays the stored fields on ``defaults()`` (built from ``omniroute/settings.py`` at read
+    time), each through its normaliser; it is :class:`Cached`. :meth:`update` writes, invalidates the
+    cache and runs ``on_commit(new settings)`` once the transaction commits.
     """
 
-    def __init__(self, *, prefix: str, fields: tuple[str, ...], build: Callable[[dict[str, Any]], T]):
+    def __init__(
+        self,
+        *,
+        prefix: str,
+        model: type[T],
+        normalisers: dict[str, Normaliser],
+        defaults: Callable[[], T],
+        on_commit: Callable[[T], None] | None = None,
+    ):
         self.prefix = prefix
-        self.fields = fields
-        self.build = build
+        self.fields = tuple(f.name for f in fields(model))
+        if set(self.fields) != set(normalisers):
+            raise TypeError(
+                f"{model.__name__}: one normaliser per field ({sorted(set(self.fields) ^ set(normalisers))})"
+            )
+        self.normalisers = normalisers
+        self.defaults = defaults
+        self.on_commit = on_commit
         self._cache: Cached[T] = Cached(self._read)
+
+    def normalise(self, raw: dict[str, Any], defaults: T | None = None) -> T:
+        """Overlay the known keys of ``raw`` on ``defaults`` (the environment's), normalising each value;
+        unknown keys are ignored."""
+        base = defaults if defaults is not None else self.defaults()
+        return replace(
+            base,
+            **{
+                name: self.normalisers[name](raw[name], getattr(base, name))
+                for name in self.fields
+                if name in raw
+            },
+        )
 
     def _read(self) -> T:
         from memory.models import Setting
 
         rows = Setting.objects.filter(key__startswith=self.prefix)
-        return self.build({row.key.removeprefix(self.prefix): row.value for row in rows})
+        return self.normalise({row.key.removeprefix(self.prefix): row.value for row in rows})
 
     def get(self) -> T:
         return self._cache.get()
@@ -260,8 +266,28 @@ class StoredSettings(Generic[T]):
             Setting.objects.update_or_create(key=self.prefix + name, defaults={"value": value})
         self.invalidate()
 
+    def update(self, changes: dict[str, Any]) -> T:
+        """Store the given (already validated) fields and return the new settings; only the keys present
+        in ``changes`` are written. ``on_commit`` gets the new settings after commit."""
+        with transaction.atomic():
+            self.write(changes)
+            current = self.get()
+            if self.on_commit is not None:
+                transaction.on_commit(lambda: self.on_commit(current))
+        return current
 
-STORE: StoredSettings[MemorySettings] = StoredSettings(prefix=PREFIX, fields=SETTING_FIELDS, build=normalise)
+
+def _settings_changed(current: MemorySettings) -> None:
+    memory_settings_changed.send(sender=MemorySettings, settings=current)
+
+
+STORE: StoredSettings[MemorySettings] = StoredSettings(
+    prefix="memory.",
+    model=MemorySettings,
+    normalisers=NORMALISERS,
+    defaults=env_defaults,
+    on_commit=_settings_changed,
+)
 
 
 def get_memory_settings() -> MemorySettings:
@@ -273,14 +299,10 @@ def invalidate_memory_settings_cache() -> None:
     STORE.invalidate()
 
 
-@transaction.atomic
 def update_memory_settings(changes: dict[str, Any]) -> MemorySettings:
     """Store the given (already validated) fields and return the new settings.
 
     Only the keys present in ``changes`` are written; explicit ``None`` is kept.
     ``memory_settings_changed`` is sent after commit.
     """
-    STORE.write(changes)
-    current = get_memory_settings()
-    transaction.on_commit(lambda: memory_settings_changed.send(sender=MemorySettings, settings=current))
-    return current
+    return STORE.update(changes)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-from django.conf import settings as django_settings
 from django.db import connection
 
 from memory.conf import get_memory_settings
@@ -87,9 +86,7 @@ def engine_status() -> dict:
             "keyword search only until the reindex rebuilds it"
         )
     # The int8 pre-scan of large owners' matrices, and whether this CPU's kernel passed its self-check.
-    vector_store["int8Scan"] = int8scan.scan_status(
-        meta.active_dim, django_settings.MEMORY_VEC_INT8_SCAN_ROWS
-    )
+    vector_store["int8Scan"] = int8scan.scan_status(meta.active_dim, int8scan.MIN_ROWS)
     return {
         "keyword": _fts_status(),
         "embedding": embedding,

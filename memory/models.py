@@ -265,8 +265,9 @@ class VectorMeta(models.Model):
 class Setting(models.Model):
     """A runtime setting stored in the database (JSON value), overriding the env default.
 
-    Read only through ``memory.conf.get_memory_settings()``; written only through
-    ``memory.conf.update_memory_settings()`` which invalidates the cache.
+    One row per field, keyed by its group's prefix (``memory.``, ``qdrant.``); read and written only
+    through a ``memory.conf.StoredSettings`` group (``get_memory_settings`` / ``update_memory_settings``,
+    ``memory.qdrant_conf``), whose writes invalidate the cache.
     """
 
     key = models.CharField(max_length=100, primary_key=True)

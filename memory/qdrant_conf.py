@@ -1,10 +1,10 @@
-"""Typed Qdrant settings: stored in the ``Setting`` table (``qdrant.*``) over env defaults.
+"""The Qdrant settings: a second group of ``memory.conf``'s runtime settings (``qdrant.*`` rows).
 
-Read through :func:`get_qdrant_settings` (cached for ``MEMORY_SETTINGS_CACHE_SECONDS``
-and invalidated on every write made in this process). Values read back from
-the database are normalised as in the reference §6.4 and never raise: junk
-falls back to the environment default, then to the built-in default. The
-environment is read when the settings are read, never at import time.
+Stored, cached and invalidated by :class:`memory.conf.StoredSettings`, like the
+memory settings; read through :func:`get_qdrant_settings`. The defaults are the
+``QDRANT_*`` settings of ``omniroute/settings.py`` (environment variables, read
+there). Values read back from the database are normalised as in the reference
+§6.4 and never raise: junk falls back to that default.
 
 ``host`` chooses the transport:
 
@@ -18,7 +18,7 @@ environment is read when the settings are read, never at import time.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,10 +26,8 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import transaction
 
-from memory.conf import StoredSettings
-from omniroute.env import envint, envstr
+from memory.conf import StoredSettings, boolean, clamped, one_of, update_memory_settings
 
-PREFIX = "qdrant."
 QUANTIZATIONS = ("none", "int8", "binary")
 DEFAULT_COLLECTION = "omniroute_memory"
 DEFAULT_PORT = 6333
@@ -149,20 +147,15 @@ def host_problem(host: str) -> str | None:
 
 
 def env_defaults() -> QdrantSettings:
-    """The environment's values (read now, not at import), over the built-in defaults."""
+    """The ``QDRANT_*`` settings (read from the environment by ``omniroute/settings.py``)."""
     return QdrantSettings(
-        host=(envstr("QDRANT_HOST") or envstr("QDRANT_URL")).strip(),
-        port=envint("QDRANT_PORT", DEFAULT_PORT, minimum=1, maximum=65535),
-        apiKey=envstr("QDRANT_API_KEY").strip() or None,
-        collection=_collection(envstr("QDRANT_COLLECTION"), DEFAULT_COLLECTION),
-        embeddingModel=envstr("QDRANT_EMBEDDING_MODEL").strip() or "auto",
-        timeoutSeconds=envint("QDRANT_TIMEOUT_SECONDS", 5, minimum=1, maximum=300),
+        host=settings.QDRANT_HOST,
+        port=settings.QDRANT_PORT,
+        apiKey=settings.QDRANT_API_KEY or None,
+        collection=_collection(settings.QDRANT_COLLECTION, DEFAULT_COLLECTION),
+        embeddingModel=settings.QDRANT_EMBEDDING_MODEL or "auto",
+        timeoutSeconds=settings.QDRANT_TIMEOUT_SECONDS,
     )
-
-
-def _enabled(value, default):
-    # Only the literal boolean true enables Qdrant ("true", 1 → disabled).
-    return value is True
 
 
 def _trimmed(value, default):
@@ -188,46 +181,36 @@ def _collection(value, default):
     return value if COLLECTION_RE.match(value) else default
 
 
-def _quantization(value, default):
-    return value if value in QUANTIZATIONS else "none"
-
-
-def _timeout(value, default):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return default
-    if value in (float("inf"), float("-inf")):
-        return default
-    return max(1, min(300, int(round(value))))
-
-
 NORMALISERS = {
-    "enabled": _enabled,
+    # Only the literal boolean true enables Qdrant ("true", 1 → the default, disabled).
+    "enabled": boolean,
     "host": _trimmed,
     "port": _port,
     "apiKey": _trimmed,
     "collection": _collection,
     "embeddingModel": _trimmed,
-    "quantization": _quantization,
-    "timeoutSeconds": _timeout,
+    "quantization": one_of(QUANTIZATIONS),
+    "timeoutSeconds": clamped(1, 300),
 }
-SETTING_FIELDS = tuple(f.name for f in fields(QdrantSettings))
 
 
-def normalise(raw: dict[str, Any], defaults: QdrantSettings | None = None) -> QdrantSettings:
-    """Overlay the known keys of ``raw`` on ``defaults`` (the env's), normalising each value."""
-    base = defaults or env_defaults()
-    values = {}
-    for name in SETTING_FIELDS:
-        default = getattr(base, name)
-        values[name] = NORMALISERS[name](raw[name], default) if name in raw else default
-    return replace(base, **values)
+def _after_write(_current: QdrantSettings) -> None:
+    from memory.vectorstores.qdrant import forget_stale_clients
+
+    forget_stale_clients()
 
 
-STORE: StoredSettings[QdrantSettings] = StoredSettings(prefix=PREFIX, fields=SETTING_FIELDS, build=normalise)
+STORE: StoredSettings[QdrantSettings] = StoredSettings(
+    prefix="qdrant.",
+    model=QdrantSettings,
+    normalisers=NORMALISERS,
+    defaults=env_defaults,
+    on_commit=_after_write,
+)
 
 
 def get_qdrant_settings() -> QdrantSettings:
-    """Return the current settings (cached; see the module docstring)."""
+    """Return the current settings (cached; see ``memory.conf``)."""
     return STORE.get()
 
 
@@ -242,25 +225,15 @@ def update_qdrant_settings(changes: dict[str, Any]) -> QdrantSettings:
     ``apiKey: ""`` (or None) clears the stored key. When ``enabled`` is among
     the changes, the memory ``vectorStore`` follows it: ``"qdrant"`` when
     enabled, ``"auto"`` when disabled (#5597: before that, enabling Qdrant
-    did nothing).
+    did nothing). After commit, clients of other connections are closed.
     """
-    from memory.conf import update_memory_settings
-
     changes = dict(changes)
     if "apiKey" in changes:
         changes["apiKey"] = (changes["apiKey"] or "").strip() or None
-    STORE.write(changes)
+    current = STORE.update(changes)
     if "enabled" in changes:
         update_memory_settings({"vectorStore": "qdrant" if changes["enabled"] is True else "auto"})
-    transaction.on_commit(_after_write)
-    return get_qdrant_settings()
-
-
-def _after_write() -> None:
-    invalidate_qdrant_settings_cache()
-    from memory.vectorstores.qdrant import forget_stale_clients
-
-    forget_stale_clients()
+    return current
 
 
 def local_path_allowed(host: str) -> bool:

@@ -148,19 +148,14 @@ MEMORY_EMBEDDING_SOURCE = envchoice(
 )
 MEMORY_VECTOR_STORE = envchoice("MEMORY_VECTOR_STORE", "auto", ("sqlite-vec", "qdrant", "auto"))
 MEMORY_VEC_QUANTIZATION = envchoice("MEMORY_VEC_QUANTIZATION", "none", ("none", "int8"))
-MEMORY_VEC_TOP_K = envint("MEMORY_VEC_TOP_K", 20, minimum=1, maximum=1000)
-MEMORY_VEC_CHUNK_SIZE = envint("MEMORY_VEC_CHUNK_SIZE", 64, minimum=8)
 MEMORY_VEC_CACHE_MB = envint("MEMORY_VEC_CACHE_MB", 1024, minimum=0)
 MEMORY_EMBED_THREADS = envint("MEMORY_EMBED_THREADS", os.cpu_count() or 1, minimum=1)
 MEMORY_EMBED_QUERY_THREADS = envint("MEMORY_EMBED_QUERY_THREADS", os.cpu_count() or 1, minimum=1, maximum=256)
-MEMORY_VEC_INT8_SCAN_ROWS = envint("MEMORY_VEC_INT8_SCAN_ROWS", 20_000, minimum=0)
 MEMORY_VEC_MIN_SCORE = envfloat("MEMORY_VEC_MIN_SCORE", 0.25)
-MEMORY_PARALLEL_FTS = envbool("MEMORY_PARALLEL_FTS", True)
 MEMORY_ACCESS_FLUSH_SECONDS = envfloat("MEMORY_ACCESS_FLUSH_SECONDS", 1.0, minimum=0)
-MEMORY_FTS_MAX_DF = envfloat("MEMORY_FTS_MAX_DF", 0.05)
-MEMORY_FTS_MIN_DF_DOCS = envint("MEMORY_FTS_MIN_DF_DOCS", 200, minimum=1)
+MEMORY_FTS_COMMON_SHARE = envfloat("MEMORY_FTS_COMMON_SHARE", 0.05, minimum=0)
+MEMORY_FTS_COMMON_MIN_DOCS = envint("MEMORY_FTS_COMMON_MIN_DOCS", 200, minimum=1)
 MEMORY_CHAT_MAX_MEMORIES = envint("MEMORY_CHAT_MAX_MEMORIES", 20, minimum=1, maximum=100)
-MEMORY_RRF_K = envint("MEMORY_RRF_K", 60, minimum=1)
 MEMORY_FUSION = envchoice("MEMORY_FUSION", "normalized", ("normalized", "rrf"))
 MEMORY_EMBEDDING_CACHE_MAX = envint("MEMORY_EMBEDDING_CACHE_MAX", 1000, minimum=0)
 MEMORY_EMBEDDING_CACHE_TTL_MS = envint("MEMORY_EMBEDDING_CACHE_TTL_MS", 300_000, minimum=0)
@@ -168,10 +163,20 @@ MEMORY_STATIC_ENABLED = envbool("MEMORY_STATIC_ENABLED", True)
 MEMORY_TRANSFORMERS_ENABLED = envbool("MEMORY_TRANSFORMERS_ENABLED", True)
 MEMORY_TRANSFORMERS_FAST = envbool("MEMORY_TRANSFORMERS_FAST", False)
 MEMORY_ALLOW_PRIVATE_URLS = envbool("MEMORY_ALLOW_PRIVATE_URLS", False)
-MEMORY_LAZY_EMBED_PER_REQUEST = envint("MEMORY_LAZY_EMBED_PER_REQUEST", 16, minimum=0)
 MEMORY_RERANK_TIMEOUT_SECONDS = envint("MEMORY_RERANK_TIMEOUT_SECONDS", 5, minimum=1)
 MEMORY_MODELS_DIR = Path(envstr("MEMORY_MODELS_DIR", str(DATA_DIR / "models")))
 MEMORY_SETTINGS_CACHE_SECONDS = envint("MEMORY_SETTINGS_CACHE_SECONDS", 2, minimum=0)
+# Internal tuning (candidate counts, batch and chunk sizes, algorithm thresholds) is not configured
+# here: each value is a constant beside its reader, with the reason for it.
+
+# Defaults of the DB-stored Qdrant settings (memory/qdrant_conf.py); the Studio and
+# PUT /api/settings/qdrant override them.
+QDRANT_HOST = envstr("QDRANT_HOST").strip() or envstr("QDRANT_URL").strip()
+QDRANT_PORT = envint("QDRANT_PORT", 6333, minimum=1, maximum=65535)
+QDRANT_API_KEY = envstr("QDRANT_API_KEY").strip()
+QDRANT_COLLECTION = envstr("QDRANT_COLLECTION", "omniroute_memory").strip()
+QDRANT_EMBEDDING_MODEL = envstr("QDRANT_EMBEDDING_MODEL", "auto").strip()
+QDRANT_TIMEOUT_SECONDS = envint("QDRANT_TIMEOUT_SECONDS", 5, minimum=1, maximum=300)
 
 # Upstream LLM provider seeded into the database on first start (gateway/).
 UPSTREAM_BASE_URL = envstr("UPSTREAM_BASE_URL", "")
@@ -235,6 +240,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Choice sets that several components share under one field name (one enum each in the schema).
+    "ENUM_NAME_OVERRIDES": {
+        "SettingsStrategyEnum": "memory.conf.STRATEGIES",
+        "RetrievalStrategyEnum": "memory.retrieval.engine.STRATEGIES",
+        "SettingsVectorStoreEnum": "memory.conf.VECTOR_STORES",
+    },
 }
 
 LOG_LEVEL = envchoice("OMNIROUTE_LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR"))

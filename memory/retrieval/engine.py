@@ -46,12 +46,22 @@ logger = logging.getLogger("memory.retrieval")
 
 STRATEGIES = ("exact", "keyword", "semantic", "hybrid")
 # How hybrid fuses its two lists (MEMORY_FUSION): "normalized", the mean of min-max normalised
-# scores, or "rrf", reciprocal-rank fusion with k = MEMORY_RRF_K. Both weigh the lists equally
+# scores, or "rrf", reciprocal-rank fusion with k = RRF_K. Both weigh the lists equally
 # unless the operator set weights (rrfWeights). Measured on both dev sets (docs/retrieval-quality.md),
 # normalised fusion is the one that never loses to its better half with MiniLM; the former default
 # (RRF with an FTS weight of 0.1, chosen on dev-recall alone) barely beat plain bm25 on conversations.
 FUSION_TIERS = {"normalized": "hybrid", "rrf": "hybrid-rrf"}
+# RRF's k, the value of Cormack et al. (2009), which they found robust across collections; it
+# only matters with MEMORY_FUSION=rrf.
+RRF_K = 60
 CANDIDATES = 100
+# Candidates each half of a semantic/hybrid query ranks, at least the caller's limit: room for fusion
+# to lift a memory that one half ranks just below the limit (the gateway asks for
+# MEMORY_CHAT_MAX_MEMORIES, 20 by default); each one more costs both halves work on every query.
+VEC_TOP_K = 20
+# Memories without a vector that one retrieval embeds before searching (after a write the indexing
+# task usually got there first): a bound on the request's embedding time; the reindex does the rest.
+LAZY_EMBED_PER_REQUEST = 16
 
 
 @dataclass
@@ -169,7 +179,7 @@ def _vector_hits(ctx, filters: Filters, query: str, k: int, resolution) -> list[
     """(seq, cosine) of the nearest vectors of the owners, best first (not yet filtered)."""
     from memory.services.indexing import lazy_index, query_vector
 
-    lazy = lazy_index(filters.owner_ids, ctx, limit=django_settings.MEMORY_LAZY_EMBED_PER_REQUEST)
+    lazy = lazy_index(filters.owner_ids, ctx, limit=LAZY_EMBED_PER_REQUEST)
     vector = query_vector(ctx, query)
     if lazy.incomplete:
         # After a rebuild, or while the embedding source fails: those memories are only found by keyword.
@@ -292,7 +302,7 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
     if not ctx.usable:
         resolution.fallback(ctx.reason or "no vector tier")
         return None
-    k = max(limit, django_settings.MEMORY_VEC_TOP_K)
+    k = max(limit, VEC_TOP_K)
     fts = _FtsRequest(filters, query, k) if strategy == "hybrid" else None
     if ctx.store_name == "qdrant":
         try:
@@ -364,7 +374,7 @@ def _rank(strategy, settings, filters, fts_request, k, vec, tier, limit, query) 
         lists["answerType"] = answer_type
     if rule == "rrf":
         ranked = {name: [seq for seq, _ in scored] for name, scored in lists.items()}
-        fused = rrf(ranked, k=django_settings.MEMORY_RRF_K, weights=settings.rrfWeights)[:limit]
+        fused = rrf(ranked, k=RRF_K, weights=settings.rrfWeights)[:limit]
     else:
         fused = normalized(lists, weights=settings.rrfWeights)[:limit]
     vec_scores = dict(vec)
@@ -404,10 +414,8 @@ def _pool_allowed() -> bool:
     transaction (they would not see its rows), and not on an in-memory
     database, whose shared cache locks tables between connections
     (SQLITE_LOCKED, which busy_timeout does not retry) — the test database."""
-    return (
-        django_settings.MEMORY_PARALLEL_FTS
-        and not connection.in_atomic_block
-        and not (connection.vendor == "sqlite" and connection.is_in_memory_db())
+    return not connection.in_atomic_block and not (
+        connection.vendor == "sqlite" and connection.is_in_memory_db()
     )
 
 

@@ -53,6 +53,11 @@ QUERY_MAX = QUERY_ZERO_POINT + QUERY_LEVELS  # the largest uint8 the kernel ever
 # So the widest pair sum a saturating kernel forms is 2·127·127 = 32258 ≤ 32767 (tested).
 _U = 2.0**-24  # float32 unit roundoff
 _MARGIN = 2.0**-20  # relative slack for the float32 rounding of the bound's own arithmetic
+# Owner matrices of at least this many rows are pre-scanned (memory.vectorstores.sqlite_vec). Results
+# are the same either way: this only trades the codes' memory (a quarter more per row) for speed, and
+# the float32 scan grows with the rows (100k rows: 5.7 ms, 2.5 ms with the pre-scan, on the bench VM),
+# so at 20k it is about a millisecond. 0 turns the pre-scan off (tests, the bench's comparison).
+MIN_ROWS = 20_000
 
 
 @functools.cache
@@ -171,7 +176,7 @@ def scan_status(dim: int | None, min_rows: int) -> dict:
     pre-scanned, and whether the kernel passed its self-check for ``dim`` in this process."""
     status = {"minRows": min_rows, "dim": dim, "exact": None, "active": False}
     if min_rows <= 0:
-        return {**status, "reason": "MEMORY_VEC_INT8_SCAN_ROWS is 0: every row is scanned in float32"}
+        return {**status, "reason": "the pre-scan's MIN_ROWS is 0: every row is scanned in float32"}
     if not dim:
         return {**status, "reason": "no vector index yet"}
     check = kernel_check(dim)

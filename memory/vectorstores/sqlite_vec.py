@@ -11,7 +11,7 @@ vec0 quirks handled here:
   so ``owner_id`` is a ``partition key``; each partition allocates whole
   chunks, so the default ``chunk_size`` (1024) would make thousands of small
   owners cost ~1000x their data: we use a small chunk instead
-  (``MEMORY_VEC_CHUNK_SIZE``, a multiple of 8);
+  (``CHUNK_SIZE``, a multiple of 8);
 - with a partition key, ``k`` bounds the hits among the matched partitions.
 
 Search speed. vec0's brute-force KNN took ~41 ms for one owner with 100k
@@ -23,7 +23,7 @@ memory) appends ``(owner, seq, NULL)``. A search replays the log entries it
 has not seen (usually none: one indexed query) before scanning, so it sees
 every committed write, in any process. The vec0 KNN remains the path for
 owners too large for the cache budget (``MEMORY_VEC_CACHE_MB``). Matrices of
-``MEMORY_VEC_INT8_SCAN_ROWS`` rows or more also keep int8 codes that pick the
+``int8scan.MIN_ROWS`` rows or more also keep int8 codes that pick the
 rows worth scoring in float32, with the same result as a full float32 scan
 (``memory.vectorstores.int8scan``), on any CPU whose int8 kernel passes the
 self-check at first use; elsewhere every row is scanned in float32.
@@ -55,6 +55,10 @@ LOG = "memory_vec_log"
 # ±0.35, so x*362 spends the int8 range on the values that occur; a per-vector
 # 'unit' quantisation (vec_quantize_int8) lost recall@20 0.97 → 0.86.
 INT8_SCALE = 127 / 0.35
+# vec0's chunk_size (vectors per chunk file, a multiple of 8), fixed when the table is created. Each
+# owner partition allocates whole chunks, so vec0's 1024 makes a small owner cost ~1000x its data;
+# with 64 an owner wastes at most 63 slots. Searches scan the in-process matrices, not the chunks.
+CHUNK_SIZE = 64
 
 
 def table_exists(cursor, name: str = TABLE) -> bool:
@@ -170,8 +174,8 @@ class _OwnerMatrix:
 
     def _int8_candidates(self, query: np.ndarray, k: int) -> np.ndarray | None:
         """The rows that can be in the top ``k`` (``memory.vectorstores.int8scan``), for matrices of at
-        least ``MEMORY_VEC_INT8_SCAN_ROWS`` rows; ``None``: scan every row in float32."""
-        threshold = settings.MEMORY_VEC_INT8_SCAN_ROWS
+        least ``int8scan.MIN_ROWS`` rows; ``None``: scan every row in float32."""
+        threshold = int8scan.MIN_ROWS
         if threshold <= 0 or self.size < threshold or k >= self.size:
             return None
         if not int8scan.kernel_check(self.dim).exact:  # logged once; engine-status shows it
@@ -223,7 +227,7 @@ class _MatrixCache:
         horizon = int(cursor.fetchone()[0])
         cursor.execute(f"SELECT rowid, embedding FROM {TABLE} WHERE owner_id = %s", [owner])
         rows = cursor.fetchall()
-        scan_rows = settings.MEMORY_VEC_INT8_SCAN_ROWS
+        scan_rows = int8scan.MIN_ROWS
         per_row = state.dim * (5 if 0 < scan_rows <= len(rows) else 4)  # float32, plus int8 codes if large
         if len(rows) * per_row > budget:
             return None
@@ -273,7 +277,7 @@ class SqliteVecStore(VectorStore):
 
     def __init__(self, *, quantization: str | None = None, chunk_size: int | None = None):
         self.quantization = quantization or settings.MEMORY_VEC_QUANTIZATION
-        self.chunk_size = chunk_size or settings.MEMORY_VEC_CHUNK_SIZE
+        self.chunk_size = chunk_size or CHUNK_SIZE
 
     def full_signature(self, signature: str) -> str:
         return f"{signature}:int8" if self.quantization == "int8" else signature

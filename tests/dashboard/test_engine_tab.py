@@ -217,7 +217,9 @@ def test_an_inexact_int8_kernel_is_flagged_in_engine_status_and_the_panel(
     assert "integer products wrong" in partial
 
 
-def test_engine_status_says_when_the_int8_pre_scan_is_switched_off(admin_api, settings):
-    settings.MEMORY_VEC_INT8_SCAN_ROWS = 0
+def test_engine_status_says_when_the_int8_pre_scan_is_switched_off(admin_api, monkeypatch):
+    from memory.vectorstores import int8scan
+
+    monkeypatch.setattr(int8scan, "MIN_ROWS", 0)
     scan = admin_api.get("/api/memory/engine-status").json()["vectorStore"]["int8Scan"]
     assert scan["active"] is False and scan["exact"] is None and "is 0" in scan["reason"]

@@ -10,7 +10,6 @@ VALID = {
     "maxTokens": "3500",
     "retentionDays": "90",
     "strategy": "semantic",
-    "skillsEnabled": "on",
 }
 
 
@@ -31,7 +30,17 @@ def test_saving_writes_the_database_settings(studio):
         90,
         "semantic",
     )
-    assert current.skillsEnabled is True and current.autoSummarize is False
+    assert current.autoSummarize is False
+
+
+def test_the_page_offers_no_switch_that_nothing_reads(studio):
+    html = studio.get(URL).content.decode()
+    assert 'name="autoSummarize"' in html and "skillsEnabled" not in html and "Skills" not in html
+
+
+def test_a_post_from_an_older_page_still_saves(studio):
+    response = studio.post(URL, {**VALID, "skillsEnabled": "on"})
+    assert response.status_code == 200 and get_memory_settings().maxTokens == 3500
 
 
 def test_the_api_sees_what_the_studio_saved(studio, admin_api):

@@ -14,16 +14,15 @@ from memory.vectorstores.base import VectorItem
 from tests.factories import hash_embed
 
 DIM = 16
-QDRANT_ENV = (
-    "QDRANT_HOST",
-    "QDRANT_URL",
-    "QDRANT_PORT",
-    "QDRANT_API_KEY",
-    "QDRANT_API_KEY_FILE",
-    "QDRANT_COLLECTION",
-    "QDRANT_EMBEDDING_MODEL",
-    "QDRANT_TIMEOUT_SECONDS",
-)
+# The QDRANT_* settings as a fresh clone has them (whatever the environment of the test run).
+QDRANT_DEFAULTS = {
+    "QDRANT_HOST": "",
+    "QDRANT_PORT": 6333,
+    "QDRANT_API_KEY": "",
+    "QDRANT_COLLECTION": "omniroute_memory",
+    "QDRANT_EMBEDDING_MODEL": "auto",
+    "QDRANT_TIMEOUT_SECONDS": 5,
+}
 
 
 class HashSource(EmbeddingSource):
@@ -40,9 +39,9 @@ class HashSource(EmbeddingSource):
 
 
 @pytest.fixture(autouse=True)
-def clean_qdrant(monkeypatch):
-    for name in QDRANT_ENV:
-        monkeypatch.delenv(name, raising=False)
+def clean_qdrant(settings):
+    for name, value in QDRANT_DEFAULTS.items():
+        setattr(settings, name, value)
     qdrant.reset_clients()
     yield
     qdrant.reset_clients()

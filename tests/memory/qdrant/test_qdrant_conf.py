@@ -1,14 +1,14 @@
-"""memory.qdrant_conf: DB settings over env defaults, normalised as the reference §6.4."""
+"""memory.qdrant_conf: DB settings over the QDRANT_* settings, normalised as the reference §6.4."""
 
 import pytest
 
 from memory import conf
 from memory.models import Setting
 from memory.qdrant_conf import (
+    STORE,
     QdrantSettings,
     get_qdrant_settings,
     mask_api_key,
-    normalise,
     update_qdrant_settings,
 )
 
@@ -23,34 +23,40 @@ def test_defaults_without_env_or_rows():
     assert cfg.mode == "none" and not cfg.active
 
 
-def test_env_supplies_defaults_read_at_call_time(monkeypatch):
-    monkeypatch.setenv("QDRANT_HOST", " qdrant.internal ")
-    monkeypatch.setenv("QDRANT_PORT", "7333")
-    monkeypatch.setenv("QDRANT_API_KEY", "env-secret-key")
-    monkeypatch.setenv("QDRANT_COLLECTION", "mem")
+def test_the_qdrant_settings_supply_the_defaults(settings):
+    settings.QDRANT_HOST = "qdrant.internal"
+    settings.QDRANT_PORT = 7333
+    settings.QDRANT_API_KEY = "env-secret-key"
+    settings.QDRANT_COLLECTION = "mem"
+    settings.QDRANT_TIMEOUT_SECONDS = 9
     cfg = get_qdrant_settings()
-    assert (cfg.host, cfg.port, cfg.apiKey, cfg.collection) == (
+    assert (cfg.host, cfg.port, cfg.apiKey, cfg.collection, cfg.timeoutSeconds) == (
         "qdrant.internal",
         7333,
         "env-secret-key",
         "mem",
+        9,
     )
     assert cfg.url == "http://qdrant.internal:7333"
 
 
-def test_qdrant_url_is_used_when_no_host_is_set(monkeypatch):
-    monkeypatch.setenv("QDRANT_URL", "https://cluster.example.com")
-    assert get_qdrant_settings().url == "https://cluster.example.com:6333"
-    monkeypatch.setenv("QDRANT_HOST", "other:1234")
-    assert get_qdrant_settings().url == "http://other:1234"
+def test_an_unusable_collection_default_falls_back_to_the_built_in_one(settings):
+    settings.QDRANT_COLLECTION = "a/b"
+    assert get_qdrant_settings().collection == "omniroute_memory"
 
 
-def test_database_settings_win_over_env(monkeypatch):
-    monkeypatch.setenv("QDRANT_HOST", "from-env")
-    monkeypatch.setenv("QDRANT_API_KEY", "env-secret-key")
+def test_database_settings_win_over_the_defaults(settings):
+    settings.QDRANT_HOST = "from-env"
+    settings.QDRANT_API_KEY = "env-secret-key"
     update_qdrant_settings({"host": "from-db", "port": 9000, "apiKey": "db-secret-key"})
     cfg = get_qdrant_settings()
     assert (cfg.host, cfg.port, cfg.apiKey) == ("from-db", 9000, "db-secret-key")
+
+
+def test_stored_keys_the_group_does_not_have_are_ignored():
+    Setting.objects.create(key="qdrant.url", value="http://old.example.com")
+    Setting.objects.create(key="qdrant.port", value=7000)
+    assert get_qdrant_settings() == QdrantSettings(port=7000)
 
 
 @pytest.mark.parametrize(
@@ -76,12 +82,12 @@ def test_database_settings_win_over_env(monkeypatch):
     ],
 )
 def test_stored_junk_is_normalised(raw, field, expected):
-    assert getattr(normalise(raw), field) == expected
+    assert getattr(STORE.normalise(raw), field) == expected
 
 
-def test_a_blank_stored_api_key_falls_back_to_the_env(monkeypatch):
-    monkeypatch.setenv("QDRANT_API_KEY", "env-secret-key")
-    assert normalise({"apiKey": " "}).apiKey == "env-secret-key"
+def test_a_blank_stored_api_key_falls_back_to_the_env(settings):
+    settings.QDRANT_API_KEY = "env-secret-key"
+    assert STORE.normalise({"apiKey": " "}).apiKey == "env-secret-key"
 
 
 def test_the_api_key_is_masked_to_its_last_four_characters():

@@ -7,6 +7,7 @@ import respx
 from memory.conf import update_memory_settings
 from memory.embeddings import runtime
 from memory.models import Memory
+from memory.retrieval import engine
 from memory.retrieval.engine import retrieve
 from memory.services.indexing import pending_count, reindex_all
 from memory.signals import reindex_progress
@@ -78,8 +79,8 @@ def test_the_vector_tier_applies_owner_expiry_and_session_filters(alice, bob):
     assert contents(result) == ["golden retriever puppy"]
 
 
-def test_memories_without_vectors_are_embedded_lazily_on_read(alice, settings):
-    settings.MEMORY_LAZY_EMBED_PER_REQUEST = 2
+def test_memories_without_vectors_are_embedded_lazily_on_read(alice, monkeypatch):
+    monkeypatch.setattr(engine, "LAZY_EMBED_PER_REQUEST", 2)
     for i in range(3):
         make_memory(alice, content=f"note {i} about golden retriever puppies")
     assert pending_count() == 3
@@ -115,8 +116,8 @@ def test_reindex_drains_the_queue_and_reports_progress(alice):
     assert Memory.objects.filter(needs_reindex=True).count() == 0
 
 
-def test_a_model_change_falls_back_to_fts_until_reindexed(alice, settings):
-    settings.MEMORY_LAZY_EMBED_PER_REQUEST = 0
+def test_a_model_change_falls_back_to_fts_until_reindexed(alice, monkeypatch):
+    monkeypatch.setattr(engine, "LAZY_EMBED_PER_REQUEST", 0)
     make_memory(alice, content="PostgreSQL in production")
     reindex_all()
     SqliteVecStore().ensure(signature="other:model:256", dim=256)  # the index now belongs to another model
@@ -161,8 +162,8 @@ def resolution_of(result):
     return r["strategyRequested"], r["strategyUsed"], r["vectorStore"]
 
 
-def test_a_hybrid_degraded_by_a_pending_reindex_reports_keyword_and_no_vector_store(alice, settings):
-    settings.MEMORY_LAZY_EMBED_PER_REQUEST = 0
+def test_a_hybrid_degraded_by_a_pending_reindex_reports_keyword_and_no_vector_store(alice, monkeypatch):
+    monkeypatch.setattr(engine, "LAZY_EMBED_PER_REQUEST", 0)
     make_memory(alice, content="PostgreSQL in production")
     reindex_all()
     SqliteVecStore().ensure(signature="other:model:256", dim=256)
@@ -280,14 +281,14 @@ def test_bulk_writes_leave_slow_sources_to_the_background(alice):
     assert pending_count() == 1
 
 
-def test_memories_still_waiting_for_vectors_are_said_in_the_resolution(alice, settings):
+def test_memories_still_waiting_for_vectors_are_said_in_the_resolution(alice, monkeypatch):
     """After a rebuild the index fills in the background; meanwhile a search says what it cannot see."""
     for text in ("My dog is a golden retriever", "I play the cello", "We ship on Fridays"):
         make_memory(alice, content=text)  # their indexing task runs on commit, never here
-    settings.MEMORY_LAZY_EMBED_PER_REQUEST = 1
+    monkeypatch.setattr(engine, "LAZY_EMBED_PER_REQUEST", 1)
     first = retrieve(owner_ids=frozenset({alice.pk}), query="my pet", strategy="semantic")
     assert "more memories may wait (reindex in progress)" in first.resolution["fallbackReason"]
-    settings.MEMORY_LAZY_EMBED_PER_REQUEST = 16
+    monkeypatch.setattr(engine, "LAZY_EMBED_PER_REQUEST", 16)
     rest = retrieve(owner_ids=frozenset({alice.pk}), query="my pet", strategy="semantic")
     assert rest.resolution["fallbackReason"] is None  # the lazy pass embedded the last two
     assert contents(rest)[0] == "My dog is a golden retriever"

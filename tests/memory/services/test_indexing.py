@@ -15,6 +15,7 @@ from django.core.management import call_command
 from memory.conf import update_memory_settings
 from memory.embeddings import runtime
 from memory.models import Memory, VectorMeta
+from memory.retrieval import engine
 from memory.retrieval.engine import retrieve
 from memory.services.indexing import pending_count, reindex_all, vector_context
 from memory.vectorstores.sqlite_vec import SqliteVecStore
@@ -32,9 +33,9 @@ CONTENTS = ("My dog is a golden retriever puppy", "Quarterly revenue spreadsheet
 
 
 @pytest.fixture(autouse=True)
-def indexed_with_static(db, alice, settings):
+def indexed_with_static(db, alice, monkeypatch):
     """Two memories of alice with static vectors; reads embed nothing lazily."""
-    settings.MEMORY_LAZY_EMBED_PER_REQUEST = 0
+    monkeypatch.setattr(engine, "LAZY_EMBED_PER_REQUEST", 0)
     update_memory_settings({"embeddingSource": "static"})
     for content in CONTENTS:
         make_memory(alice, content=content)

@@ -144,10 +144,10 @@ def _owner_matrix(vectors, seqs):
     return entry
 
 
-def _same_as_float_scan(entry, query, k, settings):
-    settings.MEMORY_VEC_INT8_SCAN_ROWS = 0
+def _same_as_float_scan(entry, query, k, monkeypatch):
+    monkeypatch.setattr(int8scan, "MIN_ROWS", 0)
     expected = entry.top_k(query, k)
-    settings.MEMORY_VEC_INT8_SCAN_ROWS = 10
+    monkeypatch.setattr(int8scan, "MIN_ROWS", 10)
     got = entry.top_k(query, k)
     assert entry.codes is not None
     assert np.allclose([h.score for h in got], [h.score for h in expected], atol=1e-6)
@@ -156,19 +156,19 @@ def _same_as_float_scan(entry, query, k, settings):
     }
 
 
-def test_an_owner_matrix_above_the_threshold_answers_like_the_float_scan(settings):
+def test_an_owner_matrix_above_the_threshold_answers_like_the_float_scan(monkeypatch):
     rng = np.random.default_rng(1)
     vectors = unit_rows(rng, 500, 64)
     vectors[10] = 0.0  # a zero vector quantises without dividing by zero
     entry = _owner_matrix(vectors, range(1000, 1500))
     for query in (vectors[3], unit_rows(rng, 1, 64)[0]):
-        _same_as_float_scan(entry, query, 20, settings)
+        _same_as_float_scan(entry, query, 20, monkeypatch)
 
 
-def test_the_codes_follow_puts_and_removals(settings):
+def test_the_codes_follow_puts_and_removals(monkeypatch):
     rng = np.random.default_rng(2)
     entry = _owner_matrix(unit_rows(rng, 300, 32), range(300))
-    settings.MEMORY_VEC_INT8_SCAN_ROWS = 10
+    monkeypatch.setattr(int8scan, "MIN_ROWS", 10)
     entry.top_k(unit_rows(rng, 1, 32)[0], 5)  # builds the codes
     replaced = unit_rows(rng, 50, 32)
     for seq, vector in zip(range(0, 100, 2), replaced, strict=True):
@@ -183,17 +183,17 @@ def test_the_codes_follow_puts_and_removals(settings):
     for row in range(entry.size):
         block, column = divmod(row, int8scan.BLOCK)
         assert np.array_equal(entry.codes.blocks[block][:, column], rebuilt.blocks[block][:, column])
-    _same_as_float_scan(entry, entry.matrix[7].copy(), 10, settings)
+    _same_as_float_scan(entry, entry.matrix[7].copy(), 10, monkeypatch)
 
 
-def test_rows_beyond_one_block_are_scored(settings, monkeypatch):
+def test_rows_beyond_one_block_are_scored(monkeypatch):
     monkeypatch.setattr(int8scan, "BLOCK", 64)
     rng = np.random.default_rng(3)
     vectors = unit_rows(rng, 300, 16)
     entry = _owner_matrix(vectors, range(300))
     assert len(Int8Codes.from_matrix(vectors).blocks) == 5
-    _same_as_float_scan(entry, vectors[299], 5, settings)
-    settings.MEMORY_VEC_INT8_SCAN_ROWS = 10
+    _same_as_float_scan(entry, vectors[299], 5, monkeypatch)
+    monkeypatch.setattr(int8scan, "MIN_ROWS", 10)
     assert entry.top_k(vectors[299], 1)[0].seq == 299
 
 
@@ -201,12 +201,12 @@ def _off_by_one_kernel(a, b):
     return a.astype(np.int32) @ b.astype(np.int32) + 1
 
 
-def test_a_kernel_that_fails_its_self_check_is_never_used(settings, monkeypatch, caplog):
+def test_a_kernel_that_fails_its_self_check_is_never_used(monkeypatch, caplog):
     """Whatever the reason a kernel is inexact here, the float32 scan answers, and it is said once."""
     rng = np.random.default_rng(4)
     vectors = unit_rows(rng, 200, 16)
     entry = _owner_matrix(vectors, range(200))
-    settings.MEMORY_VEC_INT8_SCAN_ROWS = 10
+    monkeypatch.setattr(int8scan, "MIN_ROWS", 10)
     monkeypatch.setattr(int8scan, "matmul_integer", _off_by_one_kernel)
     with caplog.at_level(logging.WARNING, logger="memory.vectorstores"):
         for query in (vectors[42], vectors[7]):
@@ -219,7 +219,7 @@ def test_a_kernel_that_fails_its_self_check_is_never_used(settings, monkeypatch,
     assert not check.exact and "integer products wrong" in check.detail
 
 
-def test_an_unavailable_kernel_is_a_failed_check(settings, monkeypatch, caplog):
+def test_an_unavailable_kernel_is_a_failed_check(monkeypatch, caplog):
     def broken(dim):
         raise RuntimeError("no kernel")
 
@@ -227,18 +227,16 @@ def test_an_unavailable_kernel_is_a_failed_check(settings, monkeypatch, caplog):
     rng = np.random.default_rng(6)
     vectors = unit_rows(rng, 100, 16)
     entry = _owner_matrix(vectors, range(100))
-    settings.MEMORY_VEC_INT8_SCAN_ROWS = 10
+    monkeypatch.setattr(int8scan, "MIN_ROWS", 10)
     assert entry.top_k(vectors[42], 3)[0].seq == 42
     assert "int8 kernel unavailable: RuntimeError: no kernel" in caplog.text
 
 
-def test_a_pre_scan_failing_after_its_check_is_logged_and_the_float_scan_answers(
-    settings, monkeypatch, caplog
-):
+def test_a_pre_scan_failing_after_its_check_is_logged_and_the_float_scan_answers(monkeypatch, caplog):
     rng = np.random.default_rng(4)
     vectors = unit_rows(rng, 100, 16)
     entry = _owner_matrix(vectors, range(100))
-    settings.MEMORY_VEC_INT8_SCAN_ROWS = 10
+    monkeypatch.setattr(int8scan, "MIN_ROWS", 10)
     assert int8scan.kernel_check(16).exact
 
     def broken(a, b):
