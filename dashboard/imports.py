@@ -89,18 +89,7 @@ def import_memories(*, owner: ApiKey, upload) -> ImportReport:
             report.skipped += 1
             report.reasons.append(_reason(index, entry, exc.detail))
             continue
-        inputs.append(
-            MemoryInput(
-                owner=owner,
-                content=data["content"],
-                key=(data.get("key") or "").strip() or None,
-                type=data.get("type") or "factual",
-                session_id=data.get("sessionId") or "",
-                metadata=data.get("metadata") or {},
-                expires_at=data.get("expiresAt"),
-                importance=data.get("importance"),
-            )
-        )
+        inputs.append(MemoryInput.from_fields(data, owner=owner))
     report.reasons = report.reasons[:MAX_REASONS]
     if inputs:
         result = memory_bulk_create(inputs)

@@ -1,10 +1,33 @@
-"""The public JSON shape of a memory (reference §7.0), shared by every interface."""
+"""The public JSON shape of a memory (reference §7.0): the one output shape, shared by every interface.
+
+The REST API, the MCP tools, summarisation's candidates and the Studio's export all answer
+:func:`memory_json`; ``memory.api.responses.MemorySerializer`` documents it for the OpenAPI schema
+(``tests/memory/api/test_schema.py`` checks that the two name the same fields).
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any, TypedDict
 
 from memory.models import Memory
+
+
+class MemoryDict(TypedDict):
+    id: str
+    apiKeyId: str
+    sessionId: str
+    type: str
+    key: str
+    content: str
+    metadata: dict[str, Any]
+    createdAt: str | None
+    updatedAt: str | None
+    expiresAt: str | None
+    accessCount: int
+    lastAccessedAt: str | None
+    importance: float
+    needsReindex: bool
 
 
 def iso(value: datetime | None) -> str | None:
@@ -13,7 +36,7 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def memory_json(memory: Memory) -> dict:
+def memory_json(memory: Memory) -> MemoryDict:
     return {
         "id": str(memory.uuid),
         "apiKeyId": str(memory.owner_id),

@@ -15,9 +15,18 @@ from django.db.models import Count, F, IntegerField, Q, QuerySet, Sum
 from django.db.models.functions import Length, TruncDate
 from django.utils import timezone
 
+from memory.conf import get_memory_settings
 from memory.exceptions import NotFound, ValidationFailed
-from memory.models import Memory
+from memory.models import ApiKey, Memory
 from memory.principals import Principal
+from memory.retrieval.budget import estimate_tokens
+from memory.retrieval.engine import Hit, retrieve
+
+DEFAULT_SEARCH_LIMIT = 20
+# ``type`` filters the ranked list, so a filtered search ranks this many before filtering.
+UNFILTERED_CANDIDATES = 100
+# The default budget of a search while memory is disabled (the settings' maxTokens budgets injection).
+BUDGET_WHEN_DISABLED = 2000
 
 
 def live_memories(*, now=None) -> QuerySet[Memory]:
@@ -138,3 +147,60 @@ def memory_activity(*, principal: Principal, owner_ids, days: int = 30) -> Activ
     ]
     series = [(start + timedelta(days=i), per_day.get(start + timedelta(days=i), 0)) for i in range(days)]
     return Activity(days=series, by_type=by_type)
+
+
+@dataclass(frozen=True)
+class MemorySearch:
+    """What :func:`memory_search` found: ``hits`` in rank order and the tokens of their contents.
+    ``strategy`` is what ran (the configured one may degrade, e.g. to keyword); ``resolution`` says
+    why, and is None when nothing ran (a zero budget)."""
+
+    hits: list[Hit]
+    total_tokens: int
+    strategy: str
+    resolution: dict | None
+
+
+def memory_search(
+    *,
+    principal: Principal,
+    owner: ApiKey,
+    query: str | None = None,
+    type: str | None = None,
+    max_tokens: int | None = None,
+    limit: int | None = None,
+) -> MemorySearch:
+    """Rank one owner's memories for ``query`` with the configured strategy (the MCP search tool).
+
+    The budget is ``max_tokens`` or, by default, the settings' ``maxTokens`` when memory is enabled
+    and ``BUDGET_WHEN_DISABLED`` otherwise (so a search works while injection is off). ``type``
+    filters the ranked list, then ``limit`` (default ``DEFAULT_SEARCH_LIMIT``) cuts it. What is
+    returned counts as accessed, as in the gateway's recall.
+    """
+    if not principal.can_reach(owner.pk):
+        raise NotFound(f"API key {owner.pk} not found", field="apiKeyId")
+    settings = get_memory_settings()
+    if max_tokens is not None:
+        budget = max_tokens
+    else:
+        budget = settings.maxTokens if settings.enabled else BUDGET_WHEN_DISABLED
+    wanted = limit or DEFAULT_SEARCH_LIMIT
+    hits: list[Hit] = []
+    resolution = None
+    if budget > 0:
+        result = retrieve(
+            owner_ids=frozenset({owner.pk}),
+            query=query or "",
+            strategy=settings.retrieval_strategy,
+            max_tokens=budget,
+            limit=UNFILTERED_CANDIDATES if type else wanted,
+            touch=True,
+        )
+        hits, resolution = result.hits, dict(result.resolution)
+    hits = [hit for hit in hits if not type or hit.memory.type == type][:wanted]
+    return MemorySearch(
+        hits=hits,
+        total_tokens=sum(estimate_tokens(hit.memory.content) for hit in hits),
+        strategy=resolution["strategyUsed"] if resolution else settings.retrieval_strategy,
+        resolution=resolution,
+    )

@@ -1,7 +1,7 @@
 """ASGI entry point: /mcp through the MCP SDK, /v1/ through Django's lean API handler
 (``omniroute.handlers``), other HTTP through Django, websockets through Channels.
 
-``/mcp`` (Streamable HTTP, see ``memory.mcp``) is routed before Channels'
+``/mcp`` (Streamable HTTP, see ``memory.mcp.transport``) is routed before Channels'
 ``ProtocolTypeRouter``, which knows no ``lifespan`` scope. The MCP app is
 built on the first /mcp request (importing the SDK takes seconds, and a
 deployment that never uses MCP should not pay for it); its session manager
@@ -43,7 +43,7 @@ _mcp_app = None
 def mcp_app():
     global _mcp_app
     if _mcp_app is None:
-        from memory.mcp import McpHttpApp
+        from memory.mcp.transport import McpHttpApp
 
         _mcp_app = McpHttpApp()
     return _mcp_app

@@ -30,7 +30,13 @@ from memory.embeddings.runtime import cache_stats
 from memory.exceptions import Conflict, DomainError, NotFound
 from memory.models import MemoryType
 from memory.services.health import run_health_check
-from memory.services.memories import MemoryInput, memory_create, memory_delete, memory_update
+from memory.services.memories import (
+    MemoryInput,
+    changes_from_fields,
+    memory_create,
+    memory_delete,
+    memory_update,
+)
 from memory.services.summarization import summarize_older_than
 
 logger = logging.getLogger("dashboard")
@@ -156,12 +162,7 @@ def memory_add(request):
         except DomainError as exc:
             form.add_error(None, exc.message)
         else:
-            data = form.validated
-            saved, created = memory_create(
-                MemoryInput(
-                    owner=owner, type=data.get("type") or "factual", key=data["key"], content=data["content"]
-                )
-            )
+            saved, created = memory_create(MemoryInput.from_fields(form.validated, owner=owner))
             return form_reply(
                 request,
                 back=page_url(scope, "memories"),
@@ -223,7 +224,7 @@ def memory_edit(request, memory_id):
     form.auto_id = f"edit_{memory.uuid.hex}_%s"
     if form.is_valid():
         try:
-            memory = memory_update(memory, **form.validated)
+            memory = memory_update(memory, **changes_from_fields(form.validated))
         except Conflict as exc:
             form.add_error("key", exc.message)
         else:

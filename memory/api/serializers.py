@@ -1,13 +1,18 @@
-"""Input serializers: every check on client input happens here (validate at the edge)."""
+"""Input serializers: every check on client input happens here (validate at the edge).
+
+What the routes answer is documented by :mod:`memory.api.responses`.
+"""
 
 from __future__ import annotations
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memory import conf
 from memory.bounds import MAX_POSITION
 from memory.models import MemoryType
+from memory.services.memories import content_problem
 
 
 class StrictSerializer(serializers.Serializer):
@@ -39,11 +44,9 @@ class ContentField(serializers.CharField):
         if not isinstance(data, str):
             raise serializers.ValidationError("Must be a string.")
         value = super().to_internal_value(data)
-        if not value.strip():
-            raise serializers.ValidationError("Must not be blank.")
-        limit = settings.MEMORY_MAX_CONTENT_BYTES
-        if len(value.encode("utf-8")) > limit:
-            raise serializers.ValidationError(f"Must be at most {limit} bytes (UTF-8).")
+        problem = content_problem(value)
+        if problem:
+            raise serializers.ValidationError(problem)
         return value
 
 
@@ -139,8 +142,13 @@ class RawListField(serializers.Field):
         return value
 
 
+@extend_schema_field(MemoryCreateSerializer(many=True))
+class BulkItemsField(RawListField):
+    """The memories of a bulk write: each one a ``MemoryCreate``, validated one by one by the view."""
+
+
 class BulkSerializer(StrictSerializer):
-    memories = RawListField(max_length=settings.MEMORY_BULK_MAX_ITEMS)
+    memories = BulkItemsField(max_length=settings.MEMORY_BULK_MAX_ITEMS)
 
 
 class MemoryListQuerySerializer(serializers.Serializer):
@@ -165,11 +173,13 @@ class ProviderModelField(StrictCharField):
 
 
 class MemorySettingsSerializer(StrictSerializer):
+    """``PUT /api/settings/memory``: the fields of ``memory.conf.MemorySettings``, any other is refused
+    ("Unknown field."), including the former ``skillsEnabled`` and backend fields."""
+
     enabled = StrictBooleanField(required=False)
     maxTokens = StrictIntegerField(required=False, min_value=0, max_value=16000)
     retentionDays = StrictIntegerField(required=False, min_value=1, max_value=365)
     strategy = serializers.ChoiceField(choices=conf.STRATEGIES, required=False)
-    skillsEnabled = StrictBooleanField(required=False)
     autoSummarize = StrictBooleanField(required=False)
     scope = serializers.ChoiceField(choices=conf.SCOPES, required=False)
     extractFromAssistant = StrictBooleanField(required=False)
@@ -199,7 +209,3 @@ class MemorySettingsSerializer(StrictSerializer):
                 f"Only {', '.join(repr(n) for n in conf.FUSION_LISTS)} weights exist, not {sorted(unknown)}."
             )
         return value
-
-    primaryBackend = StrictCharField(required=False, max_length=100)
-    fallbackBackends = serializers.ListField(child=StrictCharField(max_length=100), required=False)
-    backendConfigs = serializers.DictField(child=JSONObjectField(), required=False)

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memory import conf, selectors
+from memory.api import responses as r
 from memory.api import serializers as s
 from memory.embeddings.runtime import cache_stats
 from memory.exceptions import PermissionDenied
@@ -16,6 +17,7 @@ from memory.principals import Principal
 from memory.representation import memory_json
 from memory.services.memories import (
     MemoryInput,
+    changes_from_fields,
     memory_bulk_create,
     memory_create,
     memory_delete,
@@ -29,23 +31,10 @@ class MemoryAPIView(APIView):
         return self.request.auth
 
 
-def _input_from(data: dict, owner) -> MemoryInput:
-    return MemoryInput(
-        owner=owner,
-        content=data["content"],
-        key=data.get("key") or None,
-        type=data.get("type") or "factual",
-        session_id=data.get("sessionId") or "",
-        metadata=data.get("metadata") or {},
-        expires_at=data.get("expiresAt"),
-        importance=data.get("importance"),
-    )
-
-
 class MemoryCollectionView(MemoryAPIView):
     @extend_schema(
         parameters=[s.MemoryListQuerySerializer],
-        responses={200: dict},
+        responses={200: r.MemoryListResponseSerializer, **r.errors(400, 404)},
         operation_id="memory_list",
         summary="List memories (newest first) with totals",
     )
@@ -67,13 +56,17 @@ class MemoryCollectionView(MemoryAPIView):
         result["stats"].update(_cache_stats())
         return Response(result)
 
-    @extend_schema(request=s.MemoryCreateSerializer, responses={200: dict, 201: dict})
+    @extend_schema(
+        request=s.MemoryCreateSerializer,
+        responses={200: r.MemoryCreatedSerializer, 201: r.MemoryCreatedSerializer, **r.errors(400, 404, 413)},
+        summary="Create a memory, or update the one with the same key (200)",
+    )
     def post(self, request):
         body = s.MemoryCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         owner = self.principal.resolve_owner(data.get("apiKeyId"))
-        memory, created = memory_create(_input_from(data, owner))
+        memory, created = memory_create(MemoryInput.from_fields(data, owner=owner))
         return Response(
             {"success": True, "id": str(memory.uuid), "created": created, "memory": memory_json(memory)},
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
@@ -87,7 +80,11 @@ def _cache_stats() -> dict:
 
 
 class MemoryBulkView(MemoryAPIView):
-    @extend_schema(request=s.BulkSerializer, responses={200: dict})
+    @extend_schema(
+        request=s.BulkSerializer,
+        responses={200: r.MemoryBulkResultSerializer, **r.errors(400, 404, 413)},
+        summary="Create or upsert many memories in one transaction",
+    )
     def post(self, request):
         envelope = s.BulkSerializer(data=request.data)
         envelope.is_valid(raise_exception=True)
@@ -111,29 +108,30 @@ class MemoryBulkView(MemoryAPIView):
                 owners[owner_ref] = self.principal.resolve_owner(
                     owner_ref, field=f"memories[{index}].apiKeyId"
                 )
-            inputs.append(_input_from(data, owners[owner_ref]))
+            inputs.append(MemoryInput.from_fields(data, owner=owners[owner_ref]))
         return Response(memory_bulk_create(inputs))
 
 
 class MemoryDetailView(MemoryAPIView):
-    @extend_schema(responses={200: dict}, operation_id="memory_get")
+    @extend_schema(responses={200: r.MemoryReplySerializer, **r.errors(400, 404)}, operation_id="memory_get")
     def get(self, request, memory_id):
         memory = selectors.memory_get(principal=self.principal, memory_id=memory_id)
         return Response({"memory": memory_json(memory)})
 
-    @extend_schema(request=s.MemoryUpdateSerializer, responses={200: dict})
+    @extend_schema(
+        request=s.MemoryUpdateSerializer,
+        responses={200: r.MemoryUpdatedSerializer, **r.errors(400, 404, 409, 413)},
+    )
     def put(self, request, memory_id):
         body = s.MemoryUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         memory = selectors.memory_get(principal=self.principal, memory_id=memory_id)
-        names = {"expiresAt": "expires_at"}
-        changes = {names.get(k, k): v for k, v in body.validated_data.items()}
-        memory = memory_update(memory, **changes)
+        memory = memory_update(memory, **changes_from_fields(body.validated_data))
         return Response({"success": True, "memory": memory_json(memory)})
 
     patch = put
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: r.SuccessSerializer, **r.errors(400, 404)})
     def delete(self, request, memory_id):
         memory = selectors.memory_get(principal=self.principal, memory_id=memory_id)
         memory_delete(memory)
@@ -143,11 +141,14 @@ class MemoryDetailView(MemoryAPIView):
 class MemorySettingsView(MemoryAPIView):
     required_scopes = {"PUT": TokenScope.ADMIN, "PATCH": TokenScope.ADMIN}
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: r.MemorySettingsResponseSerializer, **r.errors()})
     def get(self, request):
         return Response(conf.get_memory_settings().as_dict())
 
-    @extend_schema(request=s.MemorySettingsSerializer, responses={200: dict})
+    @extend_schema(
+        request=s.MemorySettingsSerializer,
+        responses={200: r.MemorySettingsResponseSerializer, **r.errors(400)},
+    )
     def put(self, request):
         if not self.principal.is_global:
             raise PermissionDenied("Settings are global: a token bound to API keys cannot change them")

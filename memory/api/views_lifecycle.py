@@ -13,6 +13,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from memory.api.errors import json_error
+from memory.api.responses import HealthReportSerializer, SummarizeResultSerializer, errors
 from memory.api.serializers import StrictBooleanField, StrictCharField, StrictIntegerField, StrictSerializer
 from memory.api.views import MemoryAPIView
 from memory.models import ApiKey
@@ -32,7 +33,7 @@ class SummarizeSerializer(StrictSerializer):
 class SummarizeView(MemoryAPIView):
     @extend_schema(
         request=SummarizeSerializer,
-        responses={200: dict},
+        responses={200: SummarizeResultSerializer, **errors(400, 404)},
         operation_id="memory_summarize",
         summary="Replace memories older than N days by one summary memory per API key",
     )
@@ -78,7 +79,7 @@ class SummarizeView(MemoryAPIView):
 
 class HealthView(MemoryAPIView):
     @extend_schema(
-        responses={200: dict},
+        responses={200: HealthReportSerializer, **errors()},
         operation_id="memory_health",
         summary="Run write, FTS, vector, read and delete on a private probe owner",
     )

@@ -13,6 +13,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from memory import qdrant_conf
+from memory.api import responses as r
 from memory.api.serializers import (
     StrictBooleanField,
     StrictCharField,
@@ -71,11 +72,15 @@ class QdrantCleanupSerializer(StrictSerializer):
 class QdrantSettingsView(MemoryAPIView):
     required_scopes = {"PUT": TokenScope.ADMIN, "PATCH": TokenScope.ADMIN}
 
-    @extend_schema(responses={200: dict}, operation_id="qdrant_settings_get")
+    @extend_schema(
+        responses={200: r.QdrantSettingsResponseSerializer, **r.errors()}, operation_id="qdrant_settings_get"
+    )
     def get(self, request):
         return Response(qdrant_conf.get_qdrant_settings().as_public_dict())
 
-    @extend_schema(request=QdrantSettingsSerializer, responses={200: dict})
+    @extend_schema(
+        request=QdrantSettingsSerializer, responses={200: r.QdrantSettingsResponseSerializer, **r.errors(400)}
+    )
     def put(self, request):
         if not self.principal.is_global:
             raise PermissionDenied("Settings are global: a token bound to API keys cannot change them")
@@ -88,7 +93,7 @@ class QdrantSettingsView(MemoryAPIView):
 
 
 class QdrantHealthView(MemoryAPIView):
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: r.QdrantHealthSerializer, **r.errors()})
     def get(self, request):
         return Response(qdrant_check().as_dict())
 
@@ -97,7 +102,9 @@ class QdrantSearchView(MemoryAPIView):
     # A search is a read.
     required_scopes = {"POST": TokenScope.READ}
 
-    @extend_schema(request=QdrantSearchSerializer, responses={200: dict})
+    @extend_schema(
+        request=QdrantSearchSerializer, responses={200: r.QdrantSearchResultSerializer, **r.errors(400, 404)}
+    )
     def post(self, request):
         body = QdrantSearchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -109,7 +116,9 @@ class QdrantSearchView(MemoryAPIView):
 class QdrantCleanupView(MemoryAPIView):
     required_scopes = {"POST": TokenScope.ADMIN}
 
-    @extend_schema(request=QdrantCleanupSerializer, responses={200: dict})
+    @extend_schema(
+        request=QdrantCleanupSerializer, responses={200: r.QdrantCleanupResultSerializer, **r.errors(400)}
+    )
     def post(self, request):
         if not self.principal.is_global:
             raise PermissionDenied("Cleanup spans every owner: a token bound to API keys cannot run it")
@@ -120,7 +129,7 @@ class QdrantCleanupView(MemoryAPIView):
 
 
 class QdrantEmbeddingModelsView(MemoryAPIView):
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: r.QdrantEmbeddingModelsSerializer, **r.errors()})
     def get(self, request):
         models = {
             "auto": "auto - the memory embedding source",

@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from memory.api import responses as r
 from memory.api.serializers import StrictBooleanField, StrictIntegerField, StrictSerializer
 from memory.api.views import MemoryAPIView
 from memory.retrieval.preview import retrieve_preview
@@ -66,7 +67,9 @@ class PreviewResponseSerializer(serializers.Serializer):
 
 
 class RetrievePreviewView(MemoryAPIView):
-    @extend_schema(request=PreviewSerializer, responses={200: PreviewResponseSerializer})
+    @extend_schema(
+        request=PreviewSerializer, responses={200: PreviewResponseSerializer, **r.errors(400, 404)}
+    )
     def post(self, request):
         body = PreviewSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -93,7 +96,7 @@ class ReindexSerializer(StrictSerializer):
 class ReindexView(MemoryAPIView):
     required_scopes = {"POST": "admin"}
 
-    @extend_schema(request=ReindexSerializer, responses={200: dict})
+    @extend_schema(request=ReindexSerializer, responses={200: r.ReindexStartedSerializer, **r.errors(400)})
     def post(self, request):
         from memory.services.indexing import reindex_start
 
@@ -104,7 +107,7 @@ class ReindexView(MemoryAPIView):
 
 
 class EngineStatusView(MemoryAPIView):
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: r.EngineStatusSerializer, **r.errors()})
     def get(self, request):
         from memory.engine_status import engine_status
 
@@ -112,7 +115,7 @@ class EngineStatusView(MemoryAPIView):
 
 
 class EmbeddingProvidersView(MemoryAPIView):
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: r.EmbeddingProvidersSerializer, **r.errors()})
     def get(self, request):
         from memory.engine_status import embedding_providers
 

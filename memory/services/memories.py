@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -33,6 +35,20 @@ from memory.signals import memory_changed
 logger = logging.getLogger("memory.services")
 
 UPDATABLE_FIELDS = ("type", "key", "content", "metadata", "expires_at", "importance")
+# The updatable fields whose public (API) name is not the model's.
+_MODEL_NAMES = {"expiresAt": "expires_at"}
+
+
+def content_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a memory's content, or None: blank, or more than
+    ``MEMORY_MAX_CONTENT_BYTES`` UTF-8 bytes. The one rule, applied at every edge
+    (the API's ``ContentField``, which the Studio's forms run; the MCP add tool)."""
+    if not text.strip():
+        return "Must not be blank."
+    limit = settings.MEMORY_MAX_CONTENT_BYTES
+    if len(text.encode("utf-8")) > limit:
+        return f"Must be at most {limit} bytes (UTF-8)."
+    return None
 
 
 @dataclass(frozen=True)
@@ -47,6 +63,29 @@ class MemoryInput:
     metadata: dict[str, Any] | None = None
     expires_at: datetime | None = None
     importance: float | None = None
+
+    @classmethod
+    def from_fields(cls, fields: Mapping[str, Any], *, owner: ApiKey) -> MemoryInput:
+        """The one mapping from a memory's validated outside fields, by their public names
+        (``content``, ``key``, ``type``, ``sessionId``, ``metadata``, ``expiresAt``, ``importance``),
+        to the domain's input. A field that is absent, null or blank takes the default; other keys
+        (``apiKeyId``: the caller resolves the ``owner``) are ignored."""
+        return cls(
+            owner=owner,
+            content=fields["content"],
+            key=fields.get("key") or None,
+            type=fields.get("type") or "factual",
+            session_id=fields.get("sessionId") or "",
+            metadata=fields.get("metadata") or {},
+            expires_at=fields.get("expiresAt"),
+            importance=fields.get("importance"),
+        )
+
+
+def changes_from_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The validated outside fields of an update, by their public names, as the keyword arguments of
+    :func:`memory_update` (``expiresAt`` becomes ``expires_at``)."""
+    return {_MODEL_NAMES.get(name, name): value for name, value in fields.items()}
 
 
 def _notify(action: str, memories: list[Memory]) -> None:

@@ -20,7 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from memory.conf import update_memory_settings
-from memory.mcp import ADD_TOOL, CLEAR_TOOL, SEARCH_TOOL, TOOL_NAMES
+from memory.mcp.tools import ADD_TOOL, CLEAR_TOOL, SEARCH_TOOL, TOOL_NAMES
 from memory.models import ApiKey, ManagementToken, Memory, MemoryType
 from tests.factories import make_memory, unbound_token
 from tests.lifecycle.conftest import BASE_DIR
@@ -315,7 +315,7 @@ def test_stdio_refuses_to_start_without_a_valid_token(monkeypatch):
 
 def test_search_reports_the_strategy_that_ran_not_the_one_configured(db, settings):
     """Hybrid configured, no vector tier: the tool says keyword ran (and why), as retrieve-preview does."""
-    from memory.mcp import search_memories
+    from memory.mcp.tools import search_memories
     from memory.principals import Principal
     from tests.factories import make_memory
 
@@ -327,3 +327,21 @@ def test_search_reports_the_strategy_that_ran_not_the_one_configured(db, setting
     data = search_memories(principal, query="postgresql")["data"]
     assert data["count"] == 1 and data["strategy"] == "keyword"
     assert data["resolution"]["strategyRequested"] == "hybrid" and data["resolution"]["fallbackReason"]
+
+
+def test_add_checks_the_content_rule_and_trims_like_the_api(db, settings):
+    """The tool schema cannot say "not blank" nor count UTF-8 bytes: the handler applies the API's rule."""
+    from memory.exceptions import ValidationFailed
+    from memory.mcp.tools import add_memory
+    from memory.principals import Principal
+
+    settings.MEMORY_MAX_CONTENT_BYTES = 8
+    alice = ApiKey.issue(name="alice")[0]
+    principal = Principal(scope="write", owner_ids=frozenset({alice.pk}), label="test")
+    for content, problem in [("   ", "Must not be blank."), ("ééééé", "Must be at most 8 bytes (UTF-8).")]:
+        with pytest.raises(ValidationFailed) as refused:
+            add_memory(principal, type="factual", key="k", content=content)
+        assert refused.value.message == f"Invalid arguments: content: {problem}"
+    added = add_memory(principal, type="factual", key=" pref:tea ", content="tea", session_id=" s1 ")
+    assert added["data"]["memory"]["key"] == "pref:tea" and added["data"]["memory"]["sessionId"] == "s1"
+    assert Memory.objects.count() == 1

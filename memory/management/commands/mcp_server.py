@@ -18,7 +18,8 @@ import anyio
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.exceptions import PermissionDenied
-from memory.mcp import build_stdio_server, principal_for_secret
+from memory.mcp.server import principal_for_secret
+from memory.mcp.transport import build_stdio_server
 from memory.services.auth import Unauthenticated
 
 TOKEN_ENV = "OMNIROUTE_TOKEN"

@@ -1,0 +1,338 @@
+"""What each route answers, for the OpenAPI schema (and so for generated clients).
+
+These serializers only document: the views build their answers with the
+domain's functions (``memory.representation.memory_json``, the services'
+``as_dict()``), and ``tests/memory/api/test_schema.py`` checks real answers
+against the schema. A field that an answer carries only sometimes is
+``required=False``; a field that may be null is ``allow_null=True``.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+
+from memory.api.serializers import MemorySettingsSerializer
+from memory.models import MemoryType
+from memory.qdrant_conf import QUANTIZATIONS
+
+# -- the error envelope (memory.api.errors) -------------------------------------------------------------
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    field = serializers.CharField(allow_blank=True, help_text="The field at fault ('' for the body).")
+    message = serializers.CharField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    message = serializers.CharField()
+    type = serializers.CharField(
+        help_text="e.g. invalid_request_error, authentication_error, not_found_error"
+    )
+    details = ErrorDetailSerializer(many=True)
+
+
+class ErrorEnvelopeSerializer(serializers.Serializer):
+    error = ErrorSerializer()
+
+
+ERROR_DESCRIPTIONS = {
+    400: "Invalid request: ``details`` names each field at fault.",
+    401: "No credentials, or an unknown, expired or revoked token.",
+    403: "The token lacks the scope, or this route needs a global caller.",
+    404: "Not found (an API key or memory the caller cannot reach looks the same).",
+    409: "Another memory of this API key already uses the key.",
+    413: "The body is larger than OMNIROUTE_MAX_BODY_BYTES.",
+}
+
+
+def errors(*codes: int) -> dict[int, OpenApiResponse]:
+    """The error envelope for each of ``codes``, and for 401 and 403 (every route is authenticated)."""
+    return {
+        code: OpenApiResponse(ErrorEnvelopeSerializer, description=ERROR_DESCRIPTIONS[code])
+        for code in sorted({401, 403, *codes})
+    }
+
+
+# -- memories -----------------------------------------------------------------------------------------
+
+
+class MemorySerializer(serializers.Serializer):
+    """A memory as every interface shows it (``memory.representation.memory_json``)."""
+
+    id = serializers.UUIDField()
+    apiKeyId = serializers.UUIDField(help_text="The API key that owns the memory.")
+    sessionId = serializers.CharField(allow_blank=True)
+    type = serializers.ChoiceField(choices=MemoryType.choices)
+    key = serializers.CharField(allow_blank=True, help_text="'' for a keyless memory.")
+    content = serializers.CharField()
+    metadata = serializers.DictField(help_text="Free-form JSON object.")
+    createdAt = serializers.DateTimeField()
+    updatedAt = serializers.DateTimeField()
+    expiresAt = serializers.DateTimeField(allow_null=True)
+    accessCount = serializers.IntegerField()
+    lastAccessedAt = serializers.DateTimeField(allow_null=True)
+    importance = serializers.FloatField()
+    needsReindex = serializers.BooleanField(help_text="Its vector is missing or out of date.")
+
+
+class CacheCountsSerializer(serializers.Serializer):
+    hits = serializers.IntegerField()
+    misses = serializers.IntegerField()
+
+
+class MemoryListStatsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    byType = serializers.DictField(child=serializers.IntegerField(), help_text="Memories per type.")
+    tokensUsed = serializers.IntegerField(help_text="Over the API key filter only (not type, session or q).")
+    hitRate = serializers.FloatField(help_text="The embedding cache's hit rate.")
+    cacheStats = CacheCountsSerializer()
+
+
+class MemoryListResponseSerializer(serializers.Serializer):
+    data = MemorySerializer(many=True)
+    total = serializers.IntegerField()
+    page = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    totalPages = serializers.IntegerField()
+    stats = MemoryListStatsSerializer()
+
+
+class MemoryCreatedSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    id = serializers.UUIDField()
+    created = serializers.BooleanField(help_text="False when the key existed and the memory was updated.")
+    memory = MemorySerializer()
+
+
+class MemoryBulkResultSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    updated = serializers.IntegerField()
+    ids = serializers.ListField(child=serializers.UUIDField(), help_text="In input order.")
+
+
+class MemoryReplySerializer(serializers.Serializer):
+    memory = MemorySerializer()
+
+
+class MemoryUpdatedSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    memory = MemorySerializer()
+
+
+class SuccessSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+
+
+class SummarizedOwnerSerializer(serializers.Serializer):
+    apiKeyId = serializers.UUIDField()
+    candidates = serializers.IntegerField()
+    totalTokens = serializers.IntegerField()
+    deletedCount = serializers.IntegerField()
+    summaryId = serializers.UUIDField(allow_null=True)
+
+
+class SummarizeResultSerializer(serializers.Serializer):
+    candidates = MemorySerializer(many=True)
+    totalTokens = serializers.IntegerField()
+    deletedCount = serializers.IntegerField()
+    summaryId = serializers.UUIDField(allow_null=True, help_text="Set when exactly one summary was made.")
+    summaryIds = serializers.ListField(child=serializers.UUIDField())
+    dryRun = serializers.BooleanField()
+    owners = SummarizedOwnerSerializer(many=True, help_text="One entry per API key that had candidates.")
+
+
+# -- settings -----------------------------------------------------------------------------------------
+
+
+class MemorySettingsResponseSerializer(MemorySettingsSerializer):
+    """Every memory setting, as ``PUT`` takes them (``customApiKey`` masked). Derived from the input
+    serializer so that the two cannot drift; an answer always carries every field."""
+
+    def get_fields(self):
+        fields = super().get_fields()
+        for field in fields.values():
+            field.required = True
+        return fields
+
+
+class QdrantSettingsResponseSerializer(serializers.Serializer):
+    """The Qdrant settings; the API key itself is never returned."""
+
+    enabled = serializers.BooleanField()
+    host = serializers.CharField(allow_blank=True)
+    port = serializers.IntegerField()
+    collection = serializers.CharField()
+    embeddingModel = serializers.CharField()
+    quantization = serializers.ChoiceField(choices=QUANTIZATIONS)
+    timeoutSeconds = serializers.IntegerField()
+    hasApiKey = serializers.BooleanField()
+    apiKeyMasked = serializers.CharField(allow_null=True, help_text="'***' and the key's last 4 characters.")
+    mode = serializers.ChoiceField(
+        choices=["none", "memory", "path", "server"], help_text="What ``host`` names."
+    )
+
+
+# -- health and Qdrant actions ------------------------------------------------------------------------
+
+
+class HealthStageSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    latencyMs = serializers.FloatField()
+    skipped = serializers.BooleanField(required=False, help_text="The stage had nothing to check.")
+    reason = serializers.CharField(required=False, help_text="Why it was skipped.")
+    error = serializers.CharField(required=False)
+
+
+class HealthStagesSerializer(serializers.Serializer):
+    """The stages that ran (none when the setup failed)."""
+
+    write = HealthStageSerializer(required=False)
+    fts = HealthStageSerializer(required=False)
+    vector = HealthStageSerializer(required=False)
+    read = HealthStageSerializer(required=False)
+    delete = HealthStageSerializer(required=False)
+
+
+class HealthReportSerializer(serializers.Serializer):
+    working = serializers.BooleanField()
+    latencyMs = serializers.FloatField()
+    stages = HealthStagesSerializer()
+    error = serializers.CharField(required=False, help_text="The first failure: '<stage>: <message>'.")
+
+
+class QdrantHealthSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    latencyMs = serializers.FloatField()
+    error = serializers.CharField(required=False, help_text="'not_configured' when Qdrant is off.")
+
+
+class QdrantPointPayloadSerializer(serializers.Serializer):
+    apiKeyId = serializers.UUIDField()
+    sessionId = serializers.CharField(allow_blank=True)
+    type = serializers.ChoiceField(choices=MemoryType.choices)
+    key = serializers.CharField(allow_blank=True)
+    content = serializers.CharField()
+    createdAt = serializers.DateTimeField()
+    expiresAt = serializers.DateTimeField(allow_null=True)
+
+
+class QdrantSearchHitSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    score = serializers.FloatField()
+    payload = QdrantPointPayloadSerializer()
+
+
+class QdrantSearchResultSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    results = QdrantSearchHitSerializer(many=True)
+    latencyMs = serializers.FloatField(required=False)
+    collection = serializers.CharField(required=False)
+    error = serializers.CharField(required=False)
+
+
+class QdrantCleanupResultSerializer(serializers.Serializer):
+    ok = serializers.BooleanField()
+    deletedCount = serializers.IntegerField()
+    retentionDays = serializers.IntegerField()
+    error = serializers.CharField(required=False)
+
+
+class ChoiceSerializer(serializers.Serializer):
+    value = serializers.CharField()
+    label = serializers.CharField()
+
+
+class QdrantEmbeddingModelsSerializer(serializers.Serializer):
+    models = ChoiceSerializer(many=True)
+
+
+# -- the engine ---------------------------------------------------------------------------------------
+
+
+class ReindexStartedSerializer(serializers.Serializer):
+    started = serializers.BooleanField()
+    pending = serializers.IntegerField(help_text="Memories without a usable vector.")
+
+
+class KeywordStatusSerializer(serializers.Serializer):
+    available = serializers.BooleanField()
+    backend = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class CacheStatsSerializer(CacheCountsSerializer):
+    hitRate = serializers.FloatField()
+    size = serializers.IntegerField()
+
+
+class EmbeddingStatusSerializer(serializers.Serializer):
+    source = serializers.CharField(allow_null=True)
+    model = serializers.CharField(allow_null=True)
+    dimensions = serializers.IntegerField(allow_null=True)
+    signature = serializers.CharField()
+    available = serializers.BooleanField()
+    reason = serializers.CharField(allow_null=True)
+    cacheStats = CacheStatsSerializer()
+
+
+class Int8ScanStatusSerializer(serializers.Serializer):
+    minRows = serializers.IntegerField()
+    dim = serializers.IntegerField(allow_null=True)
+    exact = serializers.BooleanField(allow_null=True, help_text="The kernel's self-check (null: not run).")
+    active = serializers.BooleanField()
+    reason = serializers.CharField()
+
+
+class VectorStoreStatusSerializer(serializers.Serializer):
+    backend = serializers.CharField()
+    available = serializers.BooleanField()
+    rowCount = serializers.IntegerField()
+    needsReindex = serializers.IntegerField(help_text="Memories without a usable vector.")
+    activeDim = serializers.IntegerField(allow_null=True)
+    signature = serializers.CharField(allow_null=True, help_text="What the vector table holds.")
+    expectedSignature = serializers.CharField(allow_null=True, help_text="What the live source makes.")
+    stale = serializers.BooleanField()
+    reason = serializers.CharField(allow_null=True)
+    int8Scan = Int8ScanStatusSerializer()
+
+
+class QdrantStatusSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    healthy = serializers.BooleanField(allow_null=True)
+    latencyMs = serializers.FloatField(allow_null=True)
+    error = serializers.CharField(allow_null=True)
+
+
+class RerankStatusSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField()
+    provider = serializers.CharField(allow_null=True)
+    model = serializers.CharField(allow_null=True)
+    available = serializers.BooleanField()
+    reason = serializers.CharField()
+
+
+class EngineStatusSerializer(serializers.Serializer):
+    keyword = KeywordStatusSerializer()
+    embedding = EmbeddingStatusSerializer()
+    vectorStore = VectorStoreStatusSerializer()
+    qdrant = QdrantStatusSerializer()
+    rerank = RerankStatusSerializer()
+    memories = serializers.IntegerField()
+
+
+class EmbeddingModelSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="provider/model")
+    name = serializers.CharField()
+    dimensions = serializers.IntegerField(allow_null=True)
+    built = serializers.BooleanField(required=False, help_text="Local models: whether it is built.")
+
+
+class EmbeddingProviderSerializer(serializers.Serializer):
+    provider = serializers.CharField()
+    hasKey = serializers.BooleanField()
+    models = EmbeddingModelSerializer(many=True)
+
+
+class EmbeddingProvidersSerializer(serializers.Serializer):
+    providers = EmbeddingProviderSerializer(many=True)
