@@ -9,7 +9,7 @@ urlpatterns = [
     path("api/", include("memory.api.urls")),
     path("v1/", include("gateway.urls")),
     path("dashboard/", include("dashboard.urls")),
-    path("", include("memory.lifecycle_urls")),
+    path("", include("memory.api.urls_root")),
 ]
 
 JSON_PREFIXES = ("/api/", "/v1/", "/mcp")

@@ -82,8 +82,8 @@ def _per_test_process_state():
     test may give it a wrong kernel), and access counters gathered by a test are written when it ends
     (not by a later test, nor at exit)."""
     from memory.retrieval.fts import DOC_FREQUENCIES
-    from memory.services.access import flush_accesses
     from memory.services.indexing import forget_repair_requests
+    from memory.services.usage import flush_accesses
     from memory.vectorstores.int8scan import reset_kernel_checks
 
     DOC_FREQUENCIES.clear()

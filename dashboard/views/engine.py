@@ -24,10 +24,10 @@ from gateway.models import UpstreamProvider
 from memory import selectors
 from memory.api.views_qdrant import QdrantSettingsSerializer
 from memory.conf import get_memory_settings, update_memory_settings
-from memory.engine_status import embedding_providers, engine_status
 from memory.qdrant_conf import get_qdrant_settings, update_qdrant_settings
 from memory.services.indexing import reindex_start
 from memory.services.qdrant import qdrant_check, qdrant_cleanup, qdrant_search
+from memory.status import embedding_providers, engine_status
 
 logger = logging.getLogger("dashboard")
 

@@ -17,7 +17,7 @@ from dashboard.views.base import changed_events, form_reply, page_url, studio_vi
 from dashboard.views.memories import list_filters
 from memory import selectors
 from memory.exceptions import DomainError
-from memory.representation import memory_json
+from memory.shapes import memory_json
 
 EXPORT_PAGE_SIZE = 500
 

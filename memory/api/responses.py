@@ -1,7 +1,7 @@
 """What each route answers, for the OpenAPI schema (and so for generated clients).
 
 These serializers only document: the views build their answers with the
-domain's functions (``memory.representation.memory_json``, the services'
+domain's functions (``memory.shapes.memory_json``, the services'
 ``as_dict()``), and ``tests/memory/api/test_schema.py`` checks real answers
 against the schema. A field that an answer carries only sometimes is
 ``required=False``; a field that may be null is ``allow_null=True``.
@@ -58,7 +58,7 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
 
 
 class MemorySerializer(serializers.Serializer):
-    """A memory as every interface shows it (``memory.representation.memory_json``)."""
+    """A memory as every interface shows it (``memory.shapes.memory_json``)."""
 
     id = serializers.UUIDField()
     apiKeyId = serializers.UUIDField(help_text="The API key that owns the memory.")

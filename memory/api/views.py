@@ -14,7 +14,6 @@ from memory.embeddings.runtime import cache_stats
 from memory.exceptions import PermissionDenied
 from memory.models import TokenScope
 from memory.principals import Principal
-from memory.representation import memory_json
 from memory.services.memories import (
     MemoryInput,
     changes_from_fields,
@@ -23,6 +22,7 @@ from memory.services.memories import (
     memory_delete,
     memory_update,
 )
+from memory.shapes import memory_json
 
 
 class MemoryAPIView(APIView):

@@ -17,9 +17,9 @@ from memory.api.responses import HealthReportSerializer, SummarizeResultSerializ
 from memory.api.serializers import StrictBooleanField, StrictCharField, StrictIntegerField, StrictSerializer
 from memory.api.views import MemoryAPIView
 from memory.models import ApiKey
-from memory.representation import memory_json
 from memory.services.health import run_health_check
 from memory.services.summarization import summarizable_owners, summarize_owners
+from memory.shapes import memory_json
 
 logger = logging.getLogger("memory.api")
 

@@ -21,10 +21,10 @@ from memory.api.serializers import (
     StrictSerializer,
 )
 from memory.api.views import MemoryAPIView
-from memory.engine_status import embedding_providers
 from memory.exceptions import PermissionDenied
 from memory.models import TokenScope
 from memory.services.qdrant import qdrant_check, qdrant_cleanup, qdrant_search
+from memory.status import embedding_providers
 
 
 class QdrantSettingsSerializer(StrictSerializer):

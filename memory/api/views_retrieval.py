@@ -109,7 +109,7 @@ class ReindexView(MemoryAPIView):
 class EngineStatusView(MemoryAPIView):
     @extend_schema(responses={200: r.EngineStatusSerializer, **r.errors()})
     def get(self, request):
-        from memory.engine_status import engine_status
+        from memory.status import engine_status
 
         return Response(engine_status())
 
@@ -117,6 +117,6 @@ class EngineStatusView(MemoryAPIView):
 class EmbeddingProvidersView(MemoryAPIView):
     @extend_schema(responses={200: r.EmbeddingProvidersSerializer, **r.errors()})
     def get(self, request):
-        from memory.engine_status import embedding_providers
+        from memory.status import embedding_providers
 
         return Response({"providers": embedding_providers()})

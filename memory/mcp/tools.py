@@ -30,11 +30,11 @@ from pydantic import Field
 from memory.exceptions import ValidationFailed
 from memory.models import ApiKey, TokenScope
 from memory.principals import Principal
-from memory.representation import memory_json
 from memory.selectors import memory_search
 from memory.services.auth import require_scope
 from memory.services.memories import MemoryInput, content_problem, memory_create
 from memory.services.retention import memory_clear
+from memory.shapes import memory_json
 
 SEARCH_TOOL = "omniroute_memory_search"
 ADD_TOOL = "omniroute_memory_add"

@@ -40,7 +40,7 @@ from memory.retrieval.budget import estimate_tokens, walk_budget
 from memory.retrieval.fts import fts_search, read_conditions
 from memory.retrieval.fusion import normalized, rrf
 from memory.retrieval.relevance import query_terms, relevance_score
-from memory.services.access import record_access
+from memory.services.usage import record_access
 
 logger = logging.getLogger("memory.retrieval")
 

@@ -31,11 +31,11 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from memory.models import ApiKey, Memory, MemoryType
-from memory.representation import iso
 from memory.retrieval.budget import estimate_tokens
 from memory.selectors import live_memories
 from memory.services.memories import MemoryInput, memory_create, memory_update
 from memory.services.retention import delete_rows, older_than
+from memory.shapes import iso
 
 logger = logging.getLogger("memory.summarization")
 

@@ -830,7 +830,7 @@ def search_memories(*, query: str, top_k: int, owner_ids) -> dict:
     from memory.embeddings.base import EmbeddingError
     from memory.embeddings.runtime import get_source
     from memory.models import Memory
-    from memory.representation import iso
+    from memory.shapes import iso
 
     cfg = get_qdrant_settings()
     if not cfg.active:

@@ -11,7 +11,7 @@ from django.utils import timezone
 from drf_spectacular.drainage import GENERATOR_STATS
 
 from memory.api.responses import MemorySerializer
-from memory.representation import MemoryDict, memory_json
+from memory.shapes import MemoryDict, memory_json
 from tests.factories import make_memory
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from memory.models import Memory
 from memory.retrieval.engine import retrieve_for_chat
-from memory.services import access
+from memory.services import usage
 from tests.factories import make_memory
 
 
@@ -24,7 +24,7 @@ def test_inside_a_transaction_the_counters_are_written_at_once(alice):
     retrieve_for_chat(api_key=alice, query="dark mode")
     stored = Memory.objects.get(seq=memory.seq)
     assert stored.access_count == 1 and stored.last_accessed_at is not None
-    assert access.RECORDER.pending() == 0
+    assert usage.RECORDER.pending() == 0
 
 
 @pytest.mark.django_db(transaction=True)
@@ -35,12 +35,12 @@ def test_outside_a_transaction_accesses_are_gathered_then_written_in_one_batch(a
     for _ in range(3):
         retrieve_for_chat(api_key=alice, query="kiwi")
     assert _counts(first, second) == [0, 0]
-    assert access.RECORDER.pending() == 2
+    assert usage.RECORDER.pending() == 2
     with CaptureQueriesContext(connection) as queries:
-        assert access.flush_accesses() == 2
+        assert usage.flush_accesses() == 2
     assert _counts(first, second) == [3, 3]
     assert len([q for q in queries.captured_queries if "UPDATE memories" in q["sql"]]) == 1
-    assert access.RECORDER.pending() == 0
+    assert usage.RECORDER.pending() == 0
 
 
 @pytest.mark.django_db(transaction=True)
@@ -52,7 +52,7 @@ def test_the_background_thread_writes_the_gathered_accesses(alice, settings):
     while _counts(memory) != [1] and time.monotonic() < deadline:
         time.sleep(0.02)
     assert _counts(memory) == [1]
-    assert access.RECORDER.pending() == 0
+    assert usage.RECORDER.pending() == 0
 
 
 @pytest.mark.django_db(transaction=True)
@@ -68,9 +68,9 @@ def test_the_latest_access_time_wins_and_counts_add_up(alice, settings):
     settings.MEMORY_ACCESS_FLUSH_SECONDS = 3600
     memory = make_memory(alice, content="kiwi")
     later = timezone.now()
-    access.record_access([memory.seq], later)
-    access.record_access([memory.seq], later - timedelta(hours=1))
-    access.flush_accesses()
+    usage.record_access([memory.seq], later)
+    usage.record_access([memory.seq], later - timedelta(hours=1))
+    usage.flush_accesses()
     stored = Memory.objects.get(seq=memory.seq)
     assert stored.access_count == 2 and stored.last_accessed_at == later
 
@@ -79,11 +79,11 @@ def test_the_latest_access_time_wins_and_counts_add_up(alice, settings):
 def test_a_failed_flush_is_logged_and_retried(alice, settings, monkeypatch, caplog):
     settings.MEMORY_ACCESS_FLUSH_SECONDS = 3600
     memory = make_memory(alice, content="kiwi")
-    access.record_access([memory.seq], timezone.now())
-    monkeypatch.setattr(access, "UPDATE_SQL", "UPDATE no_such_table SET x = %s, y = %s WHERE z = %s")
-    assert access.flush_accesses() == 0
+    usage.record_access([memory.seq], timezone.now())
+    monkeypatch.setattr(usage, "UPDATE_SQL", "UPDATE no_such_table SET x = %s, y = %s WHERE z = %s")
+    assert usage.flush_accesses() == 0
     assert "memory.access.flush_failed" in caplog.text
-    assert access.RECORDER.pending() == 1
+    assert usage.RECORDER.pending() == 1
     monkeypatch.undo()
-    assert access.flush_accesses() == 1
+    assert usage.flush_accesses() == 1
     assert _counts(memory) == [1]
