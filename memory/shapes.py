@@ -1,4 +1,5 @@
-"""The public JSON shape of a memory (reference §7.0): the one output shape, shared by every interface.
+"""The public JSON shapes: a memory (reference §7.0), the one output shape shared by every interface,
+and the error envelope of the API and the MCP HTTP transport.
 
 The REST API, the MCP tools, summarisation's candidates and the Studio's export all answer
 :func:`memory_json`; ``memory.api.responses.MemorySerializer`` documents it for the OpenAPI schema
@@ -52,4 +53,30 @@ def memory_json(memory: Memory) -> MemoryDict:
         "lastAccessedAt": iso(memory.last_accessed_at),
         "importance": memory.importance,
         "needsReindex": memory.needs_reindex,
+    }
+
+
+# The error types of the JSON error envelope, by HTTP status (any other status: "api_error").
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    409: "conflict_error",
+    413: "invalid_request_error",
+    415: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def error_envelope(message: str, *, status_code: int, type_: str | None = None, details=None) -> dict:
+    """The one JSON error shape of the API and the MCP HTTP transport:
+    ``{"error": {"message": str, "type": str, "details": [{"field": str, "message": str}]}}``."""
+    return {
+        "error": {
+            "message": message,
+            "type": type_ or ERROR_TYPES.get(status_code, "api_error"),
+            "details": details or [],
+        }
     }

@@ -13,30 +13,9 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from memory.exceptions import DomainError
+from memory.shapes import error_envelope as envelope
 
 logger = logging.getLogger("memory.api")
-
-TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    405: "invalid_request_error",
-    409: "conflict_error",
-    413: "invalid_request_error",
-    415: "invalid_request_error",
-    429: "rate_limit_error",
-}
-
-
-def envelope(message: str, *, status_code: int, type_: str | None = None, details=None) -> dict:
-    return {
-        "error": {
-            "message": message,
-            "type": type_ or TYPES.get(status_code, "api_error"),
-            "details": details or [],
-        }
-    }
 
 
 def flatten_details(detail, prefix: str = "") -> list[dict]:

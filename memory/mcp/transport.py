@@ -30,12 +30,13 @@ from django.http.request import split_domain_port, validate_host
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
-# The API's one error envelope, so that a refused /mcp request reads like any other API error.
-from memory.api.errors import envelope
 from memory.exceptions import PermissionDenied
 from memory.mcp.server import build_server, principal_for_secret
 from memory.principals import Principal
 from memory.services.auth import Unauthenticated, bearer_secret
+
+# The API's one error envelope, so that a refused /mcp request reads like any other API error.
+from memory.shapes import error_envelope as envelope
 
 logger = logging.getLogger("memory.mcp")
 
