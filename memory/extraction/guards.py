@@ -10,6 +10,12 @@ A trigger phrase is ignored when it sits in
   "Imagine I work at…", "She said she…", "Si j'habitais…", "Se eu morasse…", "Ela disse que…");
 * **quoted speech**: between quotation marks ("my boss said 'I love Java'", « j'adore Java »).
 
+And a captured phrase is not a fact (:func:`phrase_allowed`) when it names nothing by itself, opening with
+a pronoun that points outside the message ("Love it", "I hate that", "I moved there", "a fan of your
+answers", « j'adore ça »: the content would read "Loves it"), or when it opens with a verb of saying or thinking, which makes it
+reported speech after all ("I never said I liked Java", "I always thought…"), a remark about the
+answer ("I like how you explained that") or a polite formula ("I hate to bother you").
+
 Sentences are cut at ``.``, ``!``, ``?`` and line breaks; the checks run on the scan text (ASCII
 lower-cased, see :func:`memory.extraction.scanner.scan_text`) and only for sentences where a rule matched,
 so a long text without triggers costs nothing here.
@@ -20,7 +26,7 @@ from __future__ import annotations
 import bisect
 import re
 
-__all__ = ["Guard"]
+__all__ = ["Guard", "phrase_allowed"]
 
 _TERMINATORS = ".!?\n"
 
@@ -65,12 +71,35 @@ _MARKER = re.compile(
     r"si(?!\s+(?:te|vous)\s)|s'il(?!\s+(?:te|vous)\s+pla)|imaginons|imaginez|supposons|admettons|"
     r"disons|dit|disait|je\s+me\s+demande|aimerais|voudrais|"
     r"se(?=\s+(?:eu|a\s+gente|você|voce|nós|nos|tu|ele|ela|fosse|for)\b)|suponha|suponhamos|imagina|"
-    r"caso|digamos|disse|diz|falou|gostaria|será\s+que|queria"
+    r"caso|digamos|disse|diz|falou|gostaria|será\s+que|queria|n(?:ão|ao)\s+sei|je\s+(?:ne\s+)?sais\s+pas|"
+    r"pas\s+sûre?|n(?:ão|ao)\s+tenho\s+certeza"
     r")(?![\w'’-])"
 )
 
 # Quoted passages. A single quote opens only after a non-letter (so "I'm", "J'habite" are not quotes).
 _QUOTED = re.compile(r"\"[^\"\n]*\"?|“[^”\n]*”?|«[^»\n]*»?|„[^“”\n]*[“”]?|(?<!\w)'[^'\n]+'(?!\w)")
+
+
+# A phrase opening with one of these is about something outside the message ("it when …" is not).
+_POINTER = re.compile(
+    r"(?:(?:against|with|about|on|for|of|to|in|into|at)\s+)?"
+    r"(?:it(?!\s+when\b)|this|that|these|those|them|there|here|you|your|yours|ça|ca|cela|isso|isto|aquilo)"
+    r"(?![\w'’-])"
+)
+_REPORTING = re.compile(
+    r"(?:said|say|told|tell|claimed|thought|asked|meant|mentioned|heard|suggested|promised|pretended|"
+    r"wondered|dit|pensé|cru|disse|falei|pensei|achei|acreditei|"
+    # about the answer, not a taste: "I really like how you explained that"
+    r"(?:how|what|the\s+way)\s+you|"
+    # politeness: "I hate to bother you", "I hate to say it"
+    r"to\s+(?:say|ask|admit|bother|interrupt|complain|break\s+it))(?![\w'’-])"
+)
+
+
+def phrase_allowed(phrase: str) -> bool:
+    """``False`` when a captured ``phrase`` names nothing by itself or is reported speech (module doc)."""
+    lowered = phrase.lower()
+    return not (_POINTER.match(lowered) or _REPORTING.match(lowered))
 
 
 class Guard:

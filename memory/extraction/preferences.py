@@ -1,13 +1,46 @@
-"""The reference's families (preference, decision, pattern): its rules (§2.1, sources unchanged, so its
-worked examples still capture the same phrase), then the phrasings it misses and their French and
-Portuguese forms."""
+"""The reference's preference and pattern (habit) families: its rules (§2.1, sources unchanged, so its
+worked examples still capture the same phrase), then the English phrasings it misses, then the French
+and Portuguese rules (:mod:`memory.extraction.french`, :mod:`memory.extraction.portuguese`). Its
+decision family is in :mod:`memory.extraction.decisions`."""
 
 from __future__ import annotations
 
+from memory.extraction.french import RULES as FRENCH
+from memory.extraction.portuguese import RULES as PORTUGUESE
 from memory.extraction.scanner import RuleFamily, rule
-from memory.extraction.vocabulary import EN_AGO, EN_CLAUSE, FR_CLAUSE, IM, PT_CLAUSE, Q, phrase
+from memory.extraction.vocabulary import (
+    EN_ADV,
+    EN_PREF_STOPS,
+    END,
+    IM,
+    WS,
+    B,
+    Q,
+    inner,
+    phrase,
+    words_of,
+)
 
-__all__ = ["DECISION", "PATTERN", "PREFERENCE"]
+__all__ = ["PATTERN", "PREFERENCE"]
+
+# "a huge Arsenal fan": words before "fan" that say how much, not what of.
+_FAN_ADJ = r"big|huge|massive|die-?hard|lifelong|long-?time|total|true|real|proud|complete|hopeless|proper"
+# "a nice person" is not a taste.
+_NOT_TRAIT = (
+    r"nice|good|bad|kind|decent|terrible|horrible|normal|different|better|worse|reasonable|simple|busy|old|"
+    r"young|new|private|shy|quiet|patient|lucky|grown|adult|real"
+)
+_INTO_STOPS = EN_PREF_STOPS + r"|lately|recently|these\s+days|right\s+now|now"
+_FROM_NOW_STOPS = EN_PREF_STOPS + r"|from\s+now\s+on|going\s+forward"
+# "I'm gluten-free": what a diet leaves out.
+_DIET_FREE = r"gluten|dairy|lactose|sugar|nut|meat|alcohol|caffeine|egg|soy|wheat|grain|fodmap"
+# After "I don't eat": a food, not an amount or a time ("I don't eat much", "I can't eat anymore").
+_FOOD = (
+    r"(?!(?:much|a\s+lot|anything|enough|well|properly|out|late|early|before|after|until|at|when|if|that|it|"
+    r"anymore|any\s+more|now|right\s+now|today|tonight)\b)"
+)
+# After "I generally": an opinion or a happening, not a habit ("I generally agree", "I rarely get this").
+_NOT_HABIT = r"(?:agree|disagree|think|feel|believe|get|see|hear|have|need|know|understand)\b"
 
 PREFERENCE = RuleFamily(
     category="preference",
@@ -102,8 +135,8 @@ PREFERENCE = RuleFamily(
         ),
         rule(
             "is_my_favourite",
-            r"(?:^|[.!?\n]\s*)([a-z][^.,\n!?]{1,40}?)\s+(?:is|are)\s+my\s+(?:favorite|favourite)\b",
-            anchors=("favorite", "favourite"),
+            r"(?:^|[.!?\n]\s*)([a-z][^.,\n!?]{1,40}?)\s+(?:is|are)\s+my\s+(?:all[- ]time\s+)?(?:favorite|favourite|fave|fav|go-to)\b",
+            anchors=("favorite", "favourite", "fave", "fav", "go"),
             polarity="positive",
             template="Favourite: {}",
         ),
@@ -149,275 +182,174 @@ PREFERENCE = RuleFamily(
             polarity="positive",
             template="Is {}",
         ),
-        # French
+        # Ours, for the phrasings people type: an adverb before the verb ("I much prefer", "I really
+        # dislike", "I do love"), other spellings and synonyms of the verb, "I'm into / obsessed with",
+        # "a huge Arsenal fan", "I'd rather". The reference's own forms (no adverb; "really" before like
+        # and prefer) are left to its rules above, so that one sentence gives one fact.
         rule(
-            "fr_prefere",
-            r"\bje\s+préfère\s+([^.,\n]+)",
-            anchors=("préfère",),
+            "adverb_prefer",
+            rf"\bI\s+(?:(?!really\s+prefer\s){EN_ADV}+prefer|{EN_ADV}*(?:perfer|prefere|preffer|prefr))\s+{phrase(EN_PREF_STOPS)}",
+            anchors=(*words_of(EN_ADV), "perfer", "prefere", "preffer", "prefr"),
             polarity="positive",
-            template="Préfère {}",
+            template="Prefers {}",
         ),
         rule(
-            "fr_aime",
-            rf"\bj{Q}aime\s+(?!pas\s|plus\s)(?:beaucoup\s+|bien\s+|vraiment\s+|trop\s+)?([^.,\n]+)",
-            anchors=("aime",),
+            "adverb_love",
+            rf"\bI\s+(?:{EN_ADV}+love|{EN_ADV}*(?:adore|luv|lvoe|lurve))\s+{phrase(EN_PREF_STOPS)}",
+            anchors=(*words_of(EN_ADV), "adore", "luv", "lvoe", "lurve"),
             polarity="positive",
-            template="Aime {}",
+            template="Loves {}",
         ),
         rule(
-            "fr_adore",
-            rf"\bj{Q}adore\s+([^.,\n]+)",
-            anchors=("adore",),
+            "adverb_like",
+            rf"\bI\s+(?!really\s+like\s){EN_ADV}+(?:like|enjoy)\s+{phrase(EN_PREF_STOPS)}",
+            anchors=words_of(EN_ADV),
             polarity="positive",
-            template="Adore {}",
+            template="Likes {}",
         ),
         rule(
-            "fr_prefere_noun",
-            r"\b(?:mon|ma|mes)\s+([^.,\n]+?\s+(?:préféré|préférée|préférés|préférées)\s+(?:est|sont)\s+[^.,\n]+)",
-            anchors=("préféré", "préférée", "préférés", "préférées"),
-            polarity="positive",
-            template="Préféré : {}",
-        ),
-        rule(
-            "fr_deteste",
-            r"\bje\s+déteste\s+([^.,\n]+)",
-            anchors=("déteste",),
+            "adverb_dislike",
+            rf"\bI\s+(?:{EN_ADV}+(?:hate|dislike|avoid)|{EN_ADV}*(?:detest|despise|loathe|abhor))\s+{phrase(EN_PREF_STOPS)}",
+            anchors=(*words_of(EN_ADV), "detest", "despise", "loathe", "abhor"),
             polarity="negative",
-            template="N'aime pas : {}",
+            template="Dislikes: {}",
         ),
         rule(
-            "fr_naime_pas",
-            rf"\bje\s+n{Q}aime\s+pas\s+(?:trop\s+|du\s+tout\s+|beaucoup\s+)?([^.,\n]+)",
-            anchors=("aime",),
+            "cant_bear",
+            rf"\bI\s+(?:{EN_ADV}+(?:can{Q}?t|cannot)\s+stand|{EN_ADV}*(?:can{Q}?t|cannot)\s+(?:bear|tolerate|stomach))\s+{phrase(EN_PREF_STOPS)}",
+            anchors=("stand", "bear", "tolerate", "stomach"),
             polarity="negative",
-            template="N'aime pas : {}",
+            template="Dislikes: {}",
         ),
         rule(
-            "fr_horreur",
-            rf"\bj{Q}ai\s+horreur\s+(?:de\s+|des\s+|du\s+|d{Q})?([^.,\n]+)",
-            anchors=("horreur",),
+            "dont_eat",
+            rf"\bI\s+{EN_ADV}?(?:don{Q}?t|do\s+not|no\s+longer)\s+((?:eat|drink)\s+{_FOOD}{inner(EN_PREF_STOPS)})",
+            anchors=("eat", "drink"),
             polarity="negative",
-            template="N'aime pas : {}",
+            template="Does not {}",
         ),
         rule(
-            "fr_aime_pas",
-            rf"\bj{Q}aime\s+(?:pas|plus)\s+(?:trop\s+|du\s+tout\s+|beaucoup\s+)?([^.,\n]+)",
-            anchors=("aime",),
+            "cant_eat",
+            rf"\bI\s+(?:can{Q}?t|cannot)\s+((?:eat|drink)\s+{_FOOD}{inner(EN_PREF_STOPS)})",
+            anchors=("eat", "drink"),
             polarity="negative",
-            template="N'aime pas : {}",
+            template="Cannot {}",
         ),
         rule(
-            "fr_supporte_pas",
-            r"\bje\s+ne\s+(?:supporte|peux\s+pas\s+supporter)\s+pas\s+([^.,\n]+)",
-            anchors=("supporte",),
-            polarity="negative",
-            template="N'aime pas : {}",
-        ),
-        # Portuguese
-        rule(
-            "pt_prefiro",
-            r"\b(?:eu\s+)?prefiro\s+([^.,\n]+)",
-            anchors=("prefiro",),
-            polarity="positive",
-            template="Prefere {}",
-        ),
-        rule(
-            "pt_gosto",
-            r"(?<!não\s)(?<!nao\s)\b(?:eu\s+)?gosto\s+(?:muito\s+|bastante\s+|mais\s+)?d(?:e|o|a|os|as)\s+([^.,\n]+)",
-            anchors=("gosto",),
-            polarity="positive",
-            template="Gosta de {}",
-        ),
-        rule(
-            "pt_adoro",
-            r"\b(?:eu\s+)?(?:adoro|amo)\s+([^.,\n]+)",
-            anchors=("adoro", "amo"),
-            polarity="positive",
-            template="Adora {}",
-        ),
-        rule(
-            "pt_favorito",
-            r"\b(?:meu|minha|meus|minhas)\s+([^.,\n]+?\s+(?:favorito|favorita|favoritos|favoritas|preferido|preferida|preferidos|preferidas)\s+(?:é|são)\s+[^.,\n]+)",
+            "into",
+            rf"{IM}\s+{EN_ADV}*(?:(?:so|very|super|big\s+time)\s+)?(?:into|obsessed\s+with|passionate\s+about|crazy\s+about|mad\s+about|nuts\s+about|addicted\s+to|hooked\s+on|a\s+sucker\s+for|keen\s+on|fond\s+of|partial\s+to)\s+(?!(?:my|the|a|an|our|his|her|their|week|year|month|day|part|chapter)\b){phrase(_INTO_STOPS)}",
             anchors=(
-                "favorito",
-                "favorita",
-                "favoritos",
-                "favoritas",
-                "preferido",
-                "preferida",
-                "preferidos",
-                "preferidas",
+                "into",
+                "obsessed",
+                "passionate",
+                "crazy",
+                "mad",
+                "nuts",
+                "addicted",
+                "hooked",
+                "sucker",
+                "keen",
+                "fond",
+                "partial",
             ),
             polarity="positive",
-            template="Favorito: {}",
+            template="Likes {}",
         ),
         rule(
-            "pt_odeio",
-            r"\b(?:eu\s+)?(?:odeio|detesto)\s+([^.,\n]+)",
-            anchors=("odeio", "detesto"),
+            "x_fan",
+            rf"{IM}\s+(?:(?:a|an)\s+)?(?:(?:{_FAN_ADJ})\s+)*(?!(?:a|an|the|my|your|his|her|their|{_FAN_ADJ})\s)((?:[^{WS}{END}]+\s+){{0,2}}?[^{WS}{END}]+)\s+(?:fan|supporter)(?!\s+of{B})(?![a-z])",
+            anchors=("fan", "supporter"),
+            polarity="positive",
+            template="Is a fan of {}",
+        ),
+        rule(
+            "x_person",
+            rf"{IM}\s+((?:a|an)\s+(?:(?:{_FAN_ADJ})\s+)?(?!(?:{_NOT_TRAIT})\s)(?:[^{WS}{END}]+\s+){{0,2}}?(?:lover|person|enthusiast|nerd|geek|addict|junkie|snob|fanatic|buff|foodie|freak|night\s+owl|early\s+bird))(?=\s*(?:[{END}]|$|(?:and|but|so|who|lol|haha){B}))",
+            anchors=(
+                "lover",
+                "person",
+                "enthusiast",
+                "nerd",
+                "geek",
+                "addict",
+                "junkie",
+                "snob",
+                "fanatic",
+                "buff",
+                "foodie",
+                "freak",
+                "owl",
+                "bird",
+            ),
+            polarity="positive",
+            template="Is {}",
+        ),
+        rule(
+            "rather",
+            rf"\b(?:I{Q}d|id)\s+(?:much\s+|really\s+|honestly\s+)?rather\s+(?!(?:not|you|we|they|he|she|die)\b){phrase(EN_PREF_STOPS)}",
+            anchors=("d", "id"),
+            polarity="positive",
+            template="Would rather {}",
+        ),
+        rule(
+            "rather_not",
+            rf"\b(?:I{Q}d|id)\s+(?:much\s+|really\s+)?(?:rather\s+(?:not|(?:you|we)\s+(?:didn{Q}?t|did\s+not|don{Q}?t|do\s+not|not|never|avoid|avoided))|prefer\s+(?:not\s+to|(?:you|we)\s+(?:didn{Q}?t|did\s+not|not)|no))\s+{phrase(EN_PREF_STOPS)}",
+            anchors=("d", "id"),
             polarity="negative",
-            template="Não gosta de {}",
+            template="Would rather not: {}",
         ),
         rule(
-            "pt_nao_suporto",
-            r"\b(?:eu\s+)?n(?:ão|ao)\s+(?:suporto|aguento|curto)\s+([^.,\n]+)",
-            anchors=("suporto", "aguento", "curto"),
+            "would_prefer",
+            rf"\b(?:I{Q}d|id)\s+(?:much\s+|really\s+)?prefer\s+(?!(?:not|if|no|you|we|it)\b){phrase(_FROM_NOW_STOPS)}",
+            anchors=("d", "id"),
+            polarity="positive",
+            template="Prefers {}",
+        ),
+        rule(
+            "dont_care_for",
+            rf"\bI\s+(?:don{Q}?t|do\s+not)\s+care\s+(?:much\s+)?for\s+{phrase(EN_PREF_STOPS)}",
+            anchors=("care",),
             polarity="negative",
-            template="Não gosta de {}",
+            template="Dislikes: {}",
         ),
         rule(
-            "pt_nao_gosto",
-            r"\b(?:eu\s+)?n(?:ão|ao)\s+gosto\s+(?:muito\s+)?d(?:e|o|a|os|as)\s+([^.,\n]+)",
-            anchors=("gosto",),
+            "not_x_person",
+            rf"{IM}\s+not\s+(?:really\s+|much\s+of\s+)?((?:a|an)\s+(?:[^{WS}{END}]+\s+){{0,2}}?(?:person|people|fan|lover|type|drinker|eater))\b(?!\s+of\b)",
+            anchors=("person", "people", "fan", "lover", "type", "drinker", "eater"),
             polarity="negative",
-            template="Não gosta de {}",
-        ),
-    ),
-)
-
-DECISION = RuleFamily(
-    category="decision",
-    memory_type="episodic",
-    rules=(
-        # B9: the original `\bI'?(?:ll|will)\s+use` has no whitespace before "will", so "I will
-        # use X" never matched. The `\s+will` branch adds it; the original forms still match.
-        rule(
-            "will_use",
-            r"\bI(?:'?(?:ll|will)|\s+will)\s+use\s+([^.,\n]+)",
-            anchors=("use",),
-            template="Will use {}",
-        ),
-        rule("chose", r"\bI\s+chose\s+([^.,\n]+)", anchors=("chose",), template="Chose {}"),
-        # B9 family: "I've decided to X" / "Ive decided" did not match, only "I decided" and
-        # "I have decided".
-        rule(
-            "decided",
-            r"\bI(?:\s+have|'?ve)?\s+decided\s+(?:to\s+)?([^.,\n]+)",
-            anchors=("decided",),
-            template="Decided: {}",
-        ),
-        # B9: "I am going to use X" / "I am going with X" did not match, only I'm / Im.
-        rule(
-            "going_to",
-            r"\bI(?:'?m|\s+am)\s+going\s+(?:to\s+)?(?:use|with|adopt)\s+([^.,\n]+)",
-            anchors=("going",),
-            template="Will use {}",
-        ),
-        rule("selected", r"\bI\s+selected\s+([^.,\n]+)", anchors=("selected",), template="Selected {}"),
-        rule("picked", r"\bI\s+picked\s+([^.,\n]+)", anchors=("picked",), template="Picked {}"),
-        rule("went_with", r"\bI\s+went\s+with\s+([^.,\n]+)", anchors=("went",), template="Went with {}"),
-        # Ours.
-        rule(
-            "we_decided",
-            r"\bwe(?:\s+have|'?ve)?\s+decided\s+(?:to\s+)?([^.,\n]+)",
-            anchors=("decided",),
-            template="Decided: {}",
+            template="Is not {}",
         ),
         rule(
-            "decided_adverb",
-            rf"\bI(?:\s+have|{Q}ve)?\s+(?:finally|just|already|now)\s+decided\s+(?:to\s+)?([^.,\n]+)",
-            anchors=("decided",),
-            template="Decided: {}",
+            "x_free",
+            rf"{IM}\s+(?:(?:strictly|mostly|completely|totally)\s+)?({_DIET_FREE})[- ]free\b",
+            anchors=("free",),
+            polarity="negative",
+            template="Avoids: {}",
         ),
         rule(
-            "will_be_using",
-            rf"\b(?:I|we)(?:{Q}ll|\s+will)\s+be\s+using\s+{phrase(EN_CLAUSE)}",
-            anchors=("using",),
-            template="Will use {}",
+            "not_big_on",
+            rf"{IM}\s+not\s+(?:(?:really|that|very|too|a)\s+)?(?:big|huge|keen|crazy|mad|fussed)\s+(?:on|about)\s+{phrase(EN_PREF_STOPS)}",
+            anchors=("big", "huge", "keen", "crazy", "mad", "fussed"),
+            polarity="negative",
+            template="Dislikes: {}",
         ),
         rule(
-            "going_to_do",
-            rf"(?:{IM}|\bwe{Q}re|\bwe\s+are)\s+(?:going\s+to|gonna)\s+(?!use\s|adopt\s|be\s|ask\s|need\s|have\s)([^.,\n]+)",
-            anchors=("going", "gonna"),
-            template="Plans to {}",
+            "would_like_it_if",
+            rf"\b(?:I{Q}d|id)\s+(?:really\s+)?(?:love|like|appreciate|prefer)\s+it\s+if\s+you\s+(?!(?:could|can|would|will|please|just|help|tell|give|show|explain|write|did|do)\b){phrase(EN_PREF_STOPS)}",
+            anchors=("d", "id"),
+            polarity="positive",
+            template="Would like it if you {}",
         ),
         rule(
-            "plan_to",
-            rf"(?:{IM}\s+planning|\bI\s+plan)\s+(?:to|on)\s+([^.,\n]+)",
-            anchors=("plan", "planning"),
-            template="Plans to {}",
+            "favourite_variants",
+            rf"\bmy\s+(?:(?:all[- ]time|absolute|current|personal|top)\s+)?(?:fave|fav|go-to|preferred|(?:all[- ]time|absolute)\s+favou?rite)\s+((?:[a-z]+(?:\s+[a-z]+)?\s+)?(?:is|are|has\s+to\s+be|would\s+be|{Q}s)\s+[^.,\n]+)",
+            anchors=("fave", "fav", "go", "preferred", "time", "absolute"),
+            polarity="positive",
+            template="Favourite {}",
         ),
-        rule(
-            "chosen",
-            rf"\bI(?:{Q}ve|\s+have)\s+(?:chosen|picked|selected)\s+([^.,\n]+)",
-            anchors=("chosen", "picked", "selected"),
-            template="Chose {}",
-        ),
-        rule(
-            "switching_to",
-            rf"{IM}\s+(?:switching|moving|migrating)\s+(?:over\s+)?to\s+(?!a\s|the\s|[a-z]+\s+(?:next|this|in)\s)([^.,\n]+)",
-            anchors=("switching", "moving", "migrating"),
-            template="Switching to {}",
-        ),
-        rule(
-            "will_go_with",
-            rf"\b(?:I|we)(?:{Q}ll|\s+will)\s+go\s+with\s+{phrase(EN_CLAUSE)}",
-            anchors=("go",),
-            template="Will go with {}",
-        ),
-        rule(
-            "switched",
-            rf"\b(?:I|we)(?:{Q}ve|\s+have)?\s+(?:just\s+|finally\s+)?switched\s+(?:over\s+)?(?:from\s+[^.,\n]+?\s+)?to\s+{phrase(EN_CLAUSE + '|' + EN_AGO)}",
-            anchors=("switched",),
-            template="Switched to {}",
-        ),
-        rule(
-            "settled_on",
-            rf"\b(?:I|we)(?:{Q}ve|\s+have)?\s+(?:finally\s+)?settled\s+on\s+{phrase(EN_CLAUSE)}",
-            anchors=("settled",),
-            template="Settled on {}",
-        ),
-        # French
-        rule(
-            "fr_decide",
-            rf"\b(?:j{Q}ai|on\s+a|nous\s+avons)\s+décidé\s+(?:de\s+|d{Q})?([^.,\n]+)",
-            anchors=("décidé",),
-            template="A décidé : {}",
-        ),
-        rule(
-            "fr_vais_utiliser",
-            rf"\b(?:je\s+vais|on\s+va)\s+(?:utiliser|prendre|partir\s+sur)\s+{phrase(FR_CLAUSE)}",
-            anchors=("utiliser", "prendre", "partir"),
-            template="Va utiliser {}",
-        ),
-        rule(
-            "fr_choisi",
-            rf"\b(?:j{Q}ai|on\s+a|nous\s+avons)\s+choisi\s+([^.,\n]+)",
-            anchors=("choisi",),
-            template="A choisi {}",
-        ),
-        rule(
-            "fr_compte",
-            rf"\bje\s+(?:compte|prévois\s+de|prévois\s+d{Q}|vais)\s+((?:déménager|partir|quitter|apprendre|changer|acheter|arrêter|commencer)[^.,\n]*)",
-            anchors=("compte", "prévois", "vais"),
-            template="Prévoit de {}",
-        ),
-        # Portuguese
-        rule(
-            "pt_decidi",
-            r"\b(?:eu\s+)?(?:decidi|decidimos|resolvi|resolvemos)\s+(?:que\s+)?([^.,\n]+)",
-            anchors=("decidi", "decidimos", "resolvi", "resolvemos"),
-            template="Decidiu: {}",
-        ),
-        rule(
-            "pt_vou_usar",
-            rf"\b(?:eu\s+)?(?:vou|vamos)\s+(?:usar|utilizar)\s+{phrase(PT_CLAUSE)}",
-            anchors=("usar", "utilizar"),
-            template="Vai usar {}",
-        ),
-        rule(
-            "pt_escolhi",
-            r"\b(?:eu\s+)?(?:escolhi|escolhemos)\s+([^.,\n]+)",
-            anchors=("escolhi", "escolhemos"),
-            template="Escolheu {}",
-        ),
-        rule(
-            "pt_vou_mudar",
-            r"\b(?:eu\s+)?vou\s+(?:me\s+)?((?:mudar|largar|sair|aprender|comprar|trocar|começar|parar)[^.,\n]*)",
-            anchors=("vou",),
-            template="Vai {}",
-        ),
-    ),
+    )
+    + FRENCH["preference"]
+    + PORTUGUESE["preference"],
 )
 
 PATTERN = RuleFamily(
@@ -466,6 +398,22 @@ PATTERN = RuleFamily(
             anchors=("often", "frequently", "regularly"),
             polarity="positive",
             template="Often {}",
+        ),
+        # Ours.
+        rule(
+            "generally",
+            rf"\bI\s+(?:normally|generally|habitually|almost\s+always|nearly\s+always|pretty\s+much\s+always)\s+(?!{_NOT_HABIT}){phrase(EN_PREF_STOPS)}",
+            anchors=("normally", "generally", "habitually", "almost", "nearly", "pretty"),
+            polarity="positive",
+            template="Usually {}",
+        ),
+        # Negative, so that it shares its key with "I never X".
+        rule(
+            "rarely",
+            rf"\bI\s+(?:rarely|seldom|hardly\s+ever|almost\s+never|pretty\s+much\s+never|basically\s+never)\s+(?!{_NOT_HABIT}){phrase(EN_PREF_STOPS)}",
+            anchors=("rarely", "seldom", "hardly", "almost", "pretty", "basically"),
+            polarity="negative",
+            template="Never: {}",
         ),
     ),
 )

@@ -1,45 +1,53 @@
-"""The profile families (SPEC §3): name, residence, job and employer, tools, family, pets, relationship,
-dated events — in English, French and Portuguese."""
+"""The profile families (SPEC §3) that say who the user is: name, residence, job and employer, tools —
+the English rules, then the French and Portuguese ones (:mod:`memory.extraction.french`,
+:mod:`memory.extraction.portuguese`). Family, pets and relationships are in
+:mod:`memory.extraction.household`, dated events in :mod:`memory.extraction.events`."""
 
 from __future__ import annotations
 
+from memory.extraction.french import RULES as FRENCH
+from memory.extraction.portuguese import RULES as PORTUGUESE
 from memory.extraction.scanner import RuleFamily, rule
 from memory.extraction.vocabulary import (
+    EN_ADV,
     EN_AGO,
     EN_CLAUSE,
-    EN_COUNT,
-    EN_DATE,
     EN_DAYS,
-    EN_KIN,
-    EN_PARTNER,
-    EN_PETS,
+    EN_FIELDS,
+    EN_MONTHS,
+    EN_SEASONS,
     EN_TOOL_STOPS,
     END,
-    FR_CLAUSE,
-    FR_COUNT,
-    FR_DATE,
-    FR_KIN,
-    FR_PETS,
-    FR_TOOL_STOPS,
     IM,
     NOT_JOB,
-    NOT_JOB_FR,
-    NOT_JOB_PT,
-    PT_CLAUSE,
-    PT_COUNT,
-    PT_DATE,
-    PT_KIN,
-    PT_PETS,
-    PT_TOOL_STOPS,
+    NOT_NAME,
+    NOT_PLACE,
+    PLACE_PREFIX,
+    TECH,
+    TRAIT,
     WS,
     B,
     Q,
     inner,
     phrase,
     words,
+    words_of,
 )
 
-__all__ = ["EVENT", "FAMILY", "JOB", "NAME", "PET", "RELATIONSHIP", "RESIDENCE", "TOOL"]
+__all__ = ["JOB", "NAME", "RESIDENCE", "TOOL"]
+
+_PLACE_STOPS = EN_CLAUSE + "|with|for|now|at|as|since|these\\s+days|" + EN_AGO
+# What people write that is not a technology.
+_WRITTEN = (
+    r"english|french|spanish|german|portuguese|italian|chinese|japanese|arabic|russian|dutch|poetry|fiction|"
+    r"novels|songs|music|code|emails?|letters|articles|blogs?|essays|reports|books|stories|scripts|docs"
+)
+# "I live in fear of …": not a place.
+_IDIOM = r"fear|hope|denial|peace|harmony|terror|dread|the\s+(?:moment|past|present|future|now|cloud)"
+# "a student in Computer Science", "a researcher in AI": a field, not a place.
+_NOT_LOCAL = (
+    r"student|major|graduate|grad|degree|phd|masters|researcher|expert|specialist|lecturer|professor|believer"
+)
 
 NAME = RuleFamily(
     category="name",
@@ -48,15 +56,15 @@ NAME = RuleFamily(
     rules=(
         rule(
             "my_name_is",
-            rf"\bmy\s+(?:first\s+)?name(?:{Q}s|\s+is)\s+{words(4)}",
+            rf"\bmy\s+(?:first\s+)?name(?:{Q}s|\s+is)\s+(?:actually\s+|really\s+|just\s+)?(?!(?:{NOT_NAME}){B}){words(4)}",
             anchors=("name",),
             template="Name is {}",
         ),
         rule("called", rf"{IM}\s+called\s+{words(3)}", anchors=("called",), template="Name is {}"),
         rule(
             "call_me",
-            rf"\bcall\s+me\s+(?!when|if|back|later|at|on|tomorrow|asap|now|after|before)([^{WS}{END}]+)",
-            anchors=("call",),
+            rf"\bcalls?\s+me\s+(?!when|if|back|later|at|on|tomorrow|asap|now|after|before)([^{WS}{END}]+)",
+            anchors=("call", "calls"),
             template="Goes by {}",
         ),
         # "I'm Priya, …": a single capitalised word closing the clause.
@@ -65,7 +73,7 @@ NAME = RuleFamily(
             rf"{IM}\s+([^{WS}{END}]+)(?=\s*(?:[,.!]|$|\s+(?:and|from|here|btw|lol|by\s+the\s+way){B}))",
             anchors=("i", "im"),
             template="Name is {}",
-            capitalised=True,
+            case="proper",
         ),
         rule(
             "name_s",
@@ -79,36 +87,48 @@ NAME = RuleFamily(
             rf"(?:^|[.!?\n]\s*){words(1)}\s+here\s*(?=[,.!]|$)",
             anchors=("here",),
             template="Name is {}",
-            capitalised=True,
+            case="proper",
+        ),
+        # Ours.
+        rule(
+            "im_name_age",
+            rf"{IM}\s+([a-z]+)\s*,\s*\d{{1,2}}(?:\s*(?:y/?o|yo|years?\s+old))?(?=\s*(?:[,.!]|$|and{B}))",
+            anchors=("i", "im"),
+            template="Name is {}",
         ),
         rule(
-            "fr_nom",
-            rf"\b(?:je\s+m{Q}appelle|moi\s+c{Q}est|mon\s+(?:pré)?nom\s+est)\s+{words(3)}",
-            anchors=("appelle", "est"),
-            template="S'appelle {}",
+            "hi_this_is",
+            rf"\b(?:hi|hello|hey)[,!]?\s+(?:it{Q}s|this\s+is)\s+{words(1)}(?=\s*(?:[,.!]|$))",
+            anchors=("hi", "hello", "hey"),
+            template="Name is {}",
+            case="proper",
         ),
         rule(
-            "pt_nome",
-            rf"\b(?:(?:meu\s+nome|o\s+meu\s+nome)\s+é|(?:eu\s+)?me\s+chamo|pode\s+me\s+chamar\s+de)\s+{words(3)}",
-            anchors=("nome", "chamo", "chamar"),
-            template="Chama-se {}",
+            "this_is_from",
+            rf"\bthis\s+is\s+{words(1)}(?=\s+(?:from|here|speaking){B})",
+            anchors=("from", "here", "speaking"),
+            template="Name is {}",
+            case="proper",
         ),
-    ),
+    )
+    + FRENCH["name"]
+    + PORTUGUESE["name"],
 )
 
 RESIDENCE = RuleFamily(
     category="residence",
     memory_type="factual",
+    min_length=2,  # "LA", "BH"
     rules=(
         rule(
             "live_in",
-            rf"\b(?:I|we|and)\s+(?:currently\s+|now\s+|still\s+|actually\s+)?live\s+(?:with\s+(?:my\s+)?[a-z]+\s+)?(?:just\s+)?(?:in|near|outside(?:\s+of)?|close\s+to|around)\s+(?:an?\s+(?:flat|house|apartment|studio)\s+in\s+)?{phrase(EN_CLAUSE + '|with|for|now|' + EN_AGO)}",
-            anchors=("live",),
+            rf"\b(?:I|we|and)\s+{EN_ADV}*(?:live|reside)\s+(?:(?:together|alone|here|full[- ]time|permanently)\s+)?(?:with\s+(?:my\s+)?[a-z]+\s+)?(?:just\s+)?(?:in|near|outside(?:\s+of)?|close\s+to|around)\s+(?!(?:{_IDIOM}){B})(?:an?\s+(?:flat|house|apartment|studio)\s+in\s+)?{phrase(EN_CLAUSE + '|with|for|now|' + EN_AGO)}",
+            anchors=("live", "reside"),
             template="Lives in {}",
         ),
         rule(
             "living_in",
-            rf"(?:{IM}\s+(?:currently\s+|now\s+)?(?:based|living)|\bI{Q}ve\s+been\s+living|\bI\s+have\s+been\s+living|\bcurrently\s+(?:living|based)|,\s*(?:living|based))\s+in\s+{phrase(EN_CLAUSE + '|with|for|now|' + EN_AGO)}",
+            rf"(?:{IM}\s+(?:currently\s+|now\s+)?(?:based|living)|{IM}\s+(?:an?\s+)?[^.,\n!?;]{{1,40}}?\s+(?:based|living)|\bI{Q}ve\s+been\s+living|\bI\s+have\s+been\s+living|\bcurrently\s+(?:living|based)|,\s*(?:living|based))\s+(?:in|out\s+of)\s+{phrase(EN_CLAUSE + '|with|for|now|' + EN_AGO)}",
             anchors=("living", "based"),
             template="Lives in {}",
         ),
@@ -126,41 +146,55 @@ RESIDENCE = RuleFamily(
         ),
         rule(
             "moved_to",
-            rf"\b(?:I|we)(?:{Q}ve|\s+have|\s+just|\s+recently|\s+finally)*\s+(?:moved|relocated)\s+(?:back\s+)?(?:from\s+[^.,\n]+?\s+)?to\s+{phrase(EN_CLAUSE + '|with|for|now|' + EN_AGO)}",
+            rf"\b(?:I|we)(?:{Q}ve|\s+have|\s+just|\s+recently|\s+finally)*\s+(?:moved|relocated)\s+(?:back\s+)?(?:from\s+[^.,\n]+?\s+)?to\s+(?!(?:{TECH}|a\s+new\s+(?:team|role|job|position|project|version))(?![a-z+#])){phrase(EN_CLAUSE + '|with|for|now|' + EN_AGO)}",
             anchors=("moved", "relocated"),
             template="Lives in {}",
         ),
         rule(
             "moving_to",
-            rf"(?:{IM}|\bwe{Q}re|\bwe\s+are)\s+(?:moving|relocating)\s+to\s+{phrase(EN_CLAUSE + '|with|for|' + EN_AGO)}",
+            rf"(?:{IM}|\bwe{Q}re|\bwe\s+are|\b(?:I|we)(?:{Q}ll|\s+will)\s+be)\s+(?:moving|relocating)\s+(?:back\s+)?to\s+{phrase(EN_CLAUSE + '|with|for|' + EN_AGO)}",
             anchors=("moving", "relocating"),
             template="Is moving to {}",
         ),
+        # Ours.
         rule(
-            "fr_habite",
-            rf"\b(?:j{Q}habite|je\s+vis|je\s+réside|on\s+habite|on\s+vit|nous\s+habitons|nous\s+vivons)\s+(?:à|a|au|aux|en|dans|sur|près\s+de)\s+{phrase(FR_CLAUSE + '|avec|pour|maintenant')}",
-            anchors=("habite", "vis", "réside", "vit", "habitons", "vivons"),
-            template="Habite à {}",
+            "settled_in",
+            rf"\b(?:I|we)(?:{Q}ve|\s+have)?\s+(?:finally\s+|recently\s+|just\s+|now\s+)?settled\s+(?:down\s+)?(?:in|near|outside)\s+(?:an?\s+(?:[a-z-]+\s+){{0,2}}?(?:town|village|city|suburb|place)\s+(?:in|near|outside(?:\s+of)?)\s+)?{phrase(EN_CLAUSE + '|with|for|now|' + EN_AGO)}",
+            anchors=("settled",),
+            template="Lives in {}",
         ),
         rule(
-            "fr_demenage",
-            rf"\b(?:je\s+viens\s+de|j{Q}ai|on\s+a|nous\s+avons|on\s+vient\s+d{Q})\s*(?:déménager|déménagé|emménager|emménagé)\s+(?:à|a|au|aux|en|dans|sur)\s+{phrase(FR_CLAUSE + '|avec|pour|l{Q}|cet|cette|il')}",
-            anchors=("déménager", "déménagé", "emménager", "emménagé"),
-            template="Habite à {}",
+            "now_in",
+            rf"(?:\bnow\s+I(?:m|{Q}m|\s+am)|{IM}\s+(?:now|currently))\s+(?:living\s+|based\s+)?in\s+{PLACE_PREFIX}{phrase(_PLACE_STOPS)}",
+            anchors=("now", "currently"),
+            template="Lives in {}",
+            case="proper",
         ),
         rule(
-            "pt_moro",
-            rf"\b(?:eu\s+)?(?:moro|vivo|moramos|vivemos)\s+(?:sozinh[oa]\s+|atualmente\s+|hoje\s+)?(?:em|no|na|nos|nas|perto\s+de)\s+{phrase(PT_CLAUSE + '|com|agora')}",
-            anchors=("moro", "vivo", "moramos", "vivemos"),
-            template="Mora em {}",
+            "home_is",
+            rf"\bhome(?:(?<=^home)|(?<=[.!?\n]home)|(?<=[.!?\n]\shome)|(?<=\bmy\shome))\s+(?:is|{Q}s|is\s+in)\s+{phrase(_PLACE_STOPS)}",
+            anchors=("home",),
+            template="Lives in {}",
+            case="proper",
         ),
         rule(
-            "pt_mudei",
-            rf"\b(?:eu\s+)?(?:me\s+mudei|mudei-me|nos\s+mudamos|mudamos)\s+(?:para|pra|pro)\s+(?:o\s+|a\s+)?{phrase(PT_CLAUSE + '|com|no|em')}",
-            anchors=("mudei", "mudamos"),
-            template="Mora em {}",
+            "out_of",
+            rf"\b(?:freelancing|working|based|operating|living|consulting)\s+out\s+of\s+{PLACE_PREFIX}{NOT_PLACE}{phrase(_PLACE_STOPS)}",
+            anchors=("out",),
+            template="Based in {}",
+            case="proper",
         ),
-    ),
+        # "I'm a sous chef in Milan": where one works, when it is a place's name.
+        rule(
+            "works_in_place",
+            rf"(?:{IM}\s+(?:an?|the)\s+(?!(?:{_NOT_LOCAL}){B})[^.,\n!?;]{{1,40}}?|\bI\s+work\s+(?!remotely|from\s+home|for\s)[^.,\n!?;]{{1,40}}?|(?:\bI|\bwe|\bmy\s+[a-z]+\s+and\s+I)\s+(?:own|run)\s+(?:a|an|our|my)\s+[^.,\n!?;]{{1,40}}?)\s+in\s+{NOT_PLACE}{PLACE_PREFIX}{phrase(_PLACE_STOPS)}",
+            anchors=("i", "im", "work", "own", "run"),
+            template="Based in {}",
+            case="proper",
+        ),
+    )
+    + FRENCH["residence"]
+    + PORTUGUESE["residence"],
 )
 
 JOB = RuleFamily(
@@ -169,15 +203,16 @@ JOB = RuleFamily(
     rules=(
         rule(
             "work_at",
-            rf"\b(?:I|and)\s+(?:currently\s+|now\s+|still\s+|also\s+)?work\s+(?:(?:remotely|nights|full[- ]time|part[- ]time|freelance|mostly)\s+)?((?:at|for|in|as|on)\s+{inner(EN_CLAUSE)})",
+            rf"\b(?:I|and)\s+{EN_ADV}*work\s+(?:(?:remotely|nights|full[- ]time|part[- ]time|freelance|mostly|from\s+home|from\s+home\s+now)\s+)?((?:at|for|in|as|on)\s+{inner(EN_CLAUSE)})",
             anchors=("work",),
             template="Works {}",
         ),
         rule(
             "im_a",
-            rf"{IM}\s+((?:a|an)\s+(?!(?:{NOT_JOB}){B}){inner(EN_CLAUSE + '|who|with')})",
+            rf"{IM}\s+(?:(?:currently|now|still|also|actually|technically|officially|basically|just)\s+)?((?:a|an)\s+(?!(?:{NOT_JOB}){B})(?!(?:[^{WS}{END}]+\s+){{0,2}}(?:{TRAIT}){B}){inner(EN_CLAUSE + '|who|with')})",
             anchors=("i", "im"),
             template="Is {}",
+            case="not_name",
         ),
         rule(
             "im_the",
@@ -205,7 +240,7 @@ JOB = RuleFamily(
         ),
         rule(
             "own_business",
-            rf"\bI\s+(?:own|run)\s+((?:a|an|my\s+own)\s+(?:small\s+|little\s+)?(?:business|company|shop|store|bakery|restaurant|café|cafe|bar|studio|agency|firm|startup|clinic|practice|salon){B}(?:{inner(EN_CLAUSE)})?)",
+            rf"(?:\bI|\bwe|\bme\s+and\s+my\s+[a-z]+|\bmy\s+[a-z]+\s+and\s+I)\s+(?:(?:also|now|still|currently)\s+)?(?:own|run)\s+((?:a|an|my\s+own|our\s+own|our)\s+(?:small\s+|little\s+|tiny\s+|family\s+)?(?:[a-z-]+\s+)?(?:business|company|shop|store|bakery|restaurant|café|cafe|bar|studio|agency|firm|startup|clinic|practice|salon|farm|ranch|vineyard|nursery|daycare|garage|workshop|gym|hotel|pub|food\s+truck|consultancy|brewery|bookshop|bookstore|channel|podcast|blog|newsletter|etsy\s+shop|online\s+store|nonprofit|charity|band|label|club){B}(?:{inner(EN_CLAUSE)})?)",
             anchors=("own", "run"),
             template="Owns {}",
         ),
@@ -221,37 +256,90 @@ JOB = RuleFamily(
             anchors=("as",),
             template="Is {}",
         ),
+        # Ours.
         rule(
-            "fr_travaille",
-            rf"\bje\s+(?:travaille|bosse)\s+((?:chez|à|a|au|dans|pour|comme|en)\s+{inner(FR_CLAUSE)})",
-            anchors=("travaille", "bosse"),
-            template="Travaille {}",
+            "working_at",
+            rf"(?:\bI{Q}ve\s+been|\bI\s+have\s+been|{IM}|{IM}\s+currently|\bI{Q}ve\s+been\s+currently)\s+working\s+(?:(?:remotely|full[- ]time|part[- ]time|freelance)\s+)?((?:at|for|as|in)\s+(?!(?:home|the\s+moment|it|this|that|a\s+project|my\s+own\s+project){B}){inner(EN_CLAUSE + '|since|' + EN_AGO)})",
+            anchors=("working",),
+            template="Works {}",
         ),
         rule(
-            "fr_suis",
-            rf"\bje\s+suis\s+(?:un\s+|une\s+)?((?!(?:{NOT_JOB_FR}){B}){inner(FR_CLAUSE)})",
-            anchors=("suis",),
-            template="Est {}",
+            "joined_as",
+            rf"\b(?:I|we)(?:\s+just|\s+recently|{Q}ve|\s+have)*\s+joined\s+([^.,\n]+?\s+as\s+(?:an?\s+)?{inner(EN_CLAUSE)})",
+            anchors=("joined",),
+            template="Joined {}",
+            case="proper",  # an employer: "joined Spotify as …", not "joined a gym as a beginner"
         ),
         rule(
-            "fr_retraite",
-            r"\bje\s+suis\s+(à\s+la\s+retraite|(?:retraité|retraitée)|au\s+chômage|(?:étudiant|étudiante)(?:\s+en\s+[^.,\n]+)?)",
-            anchors=("retraite", "retraité", "retraitée", "chômage", "étudiant", "étudiante"),
-            template="Est {}",
+            "my_job_is",
+            rf"\bmy\s+(?:job|work|career|day\s+job)\s+is\s+(in\s+(?:{EN_FIELDS}){B}(?:{inner(EN_CLAUSE)})?)",
+            anchors=("job", "work", "career"),
+            template="Works {}",
         ),
         rule(
-            "pt_trabalho",
-            rf"\b(?:eu\s+)?trabalho\s+((?:na|no|em|numa|num|para|pra|como|com|de)\s+{inner(PT_CLAUSE)})",
-            anchors=("trabalho",),
-            template="Trabalha {}",
+            "in_field",
+            rf"(?:{IM}\s+(?:currently\s+|now\s+)?in\s+|\b(?:this\s+is|I{Q}m|im)\s+[^{WS}{END}]+\s+from\s+)((?:{EN_FIELDS}))(?=\s*(?:[{END}]|$|(?:and|but|so|at|for|as|now){B}))",
+            anchors=words_of(EN_FIELDS),
+            template="Works in {}",
         ),
         rule(
-            "pt_sou",
-            rf"\b(?:eu\s+)?sou\s+(?:um\s+|uma\s+)?((?!(?:{NOT_JOB_PT}){B}){inner(PT_CLAUSE)})",
-            anchors=("sou",),
-            template="É {}",
+            "studying",
+            rf"(?:{IM}\s+(?:currently\s+|now\s+)?studying|\bI\s+(?:currently\s+)?study)\s+(?!(?:for|to|how|the|a|an|it|this|that|hard|late|abroad|at|in|with|on|all|every|tonight|today)\b){phrase(EN_CLAUSE + '|at|in|for|with|on')}",
+            anchors=("studying", "study"),
+            template="Studies {}",
         ),
-    ),
+        rule(
+            "now_at",
+            rf"{IM}\s+(?:now|currently)\s+(?:working\s+)?at\s+{phrase(EN_CLAUSE + '|as|in|for|since|' + EN_AGO)}",
+            anchors=("now", "currently"),
+            template="Works at {}",
+            case="proper",
+        ),
+        rule(
+            "have_worked",
+            rf"\bI(?:{Q}ve|\s+have)\s+(?:worked|been\s+working)\s+((?:at|for|as|in)\s+{inner(EN_CLAUSE + '|for|since')})(?=\s+(?:for|since)\s)",
+            anchors=("worked", "working"),
+            template="Works {}",
+        ),
+        rule(
+            "freelance_as",
+            rf"\bI\s+(?:freelance|consult|contract|moonlight)\s+((?:as|for|in)\s+{inner(EN_CLAUSE)})",
+            anchors=("freelance", "consult", "contract", "moonlight"),
+            template="Works {}",
+        ),
+        rule(
+            "manage_team",
+            rf"\bI\s+(?:currently\s+)?(?:manage|lead|head)\s+((?:a|the|our|my)\s+(?:[a-z-]+\s+)?(?:team|department|group|squad|office|unit|division|lab)\b(?:{inner(EN_CLAUSE)})?)",
+            anchors=("manage", "lead", "head"),
+            template="Leads {}",
+        ),
+        rule(
+            "been_a",
+            rf"\bI(?:{Q}ve|\s+have)\s+been\s+((?:a|an)\s+(?!(?:{NOT_JOB}){B})(?!(?:[^{WS}{END}]+\s+){{0,2}}(?:{TRAIT}){B}){inner(EN_CLAUSE + '|for|since|who|with')})",
+            anchors=("been",),
+            template="Is {}",
+        ),
+        rule(
+            "im_the_adjective",
+            rf"{IM}\s+(the\s+(?:only|sole|lone|main|new|lead|senior|junior|head|principal|in-house)\s+(?!(?:one|person|people|guy|girl|kid|child|time|thing|way|reason)\b){inner(EN_CLAUSE + '|who')})",
+            anchors=(
+                "only",
+                "sole",
+                "lone",
+                "main",
+                "new",
+                "lead",
+                "senior",
+                "junior",
+                "head",
+                "principal",
+                "house",
+            ),
+            template="Is {}",
+        ),
+    )
+    + FRENCH["job"]
+    + PORTUGUESE["job"],
 )
 
 TOOL = RuleFamily(
@@ -267,13 +355,13 @@ TOOL = RuleFamily(
         ),
         rule(
             "using",
-            rf"(?:{IM}|\bI{Q}ve\s+been|\bI\s+have\s+been|\bwe{Q}re|\bwe\s+are|\bwe{Q}ve\s+been)\s+(?:currently\s+|mostly\s+|now\s+)?using\s+{phrase(EN_TOOL_STOPS)}",
+            rf"(?:{IM}|\bI{Q}ve\s+been|\bI\s+have\s+been|\bwe{Q}re|\bwe\s+are|\bwe{Q}ve\s+been|\bI{Q}m\s+still)\s+(?:currently\s+|mostly\s+|now\s+)?using\s+{phrase(EN_TOOL_STOPS)}",
             anchors=("using",),
             template="Uses {}",
         ),
         rule(
             "we_use",
-            rf"\b(?:we|our\s+team|everyone\s+at\s+my\s+(?:company|job|work))\s+(?:mostly\s+|also\s+)?(?:use|uses)\s+{phrase(EN_TOOL_STOPS)}",
+            rf"\b(?:we|our\s+team|(?:my|our)\s+(?:team|company|job|startup|org|lab|department)|everyone\s+at\s+my\s+(?:company|job|work))\s+(?:mostly\s+|also\s+|all\s+)?(?:use|uses)\s+{phrase(EN_TOOL_STOPS)}",
             anchors=("use", "uses"),
             template="Uses {}",
         ),
@@ -285,16 +373,16 @@ TOOL = RuleFamily(
         ),
         rule(
             "stack",
-            r"\b(?:our|my)\s+(?:tech\s+)?stack(?:\s+is|\s*:)\s*([^.\n]+)",
+            r"\b(?:our|my)\s+(?:tech\s+)?stack(?:\s+(?:at\s+work|here|at\s+my\s+job|for\s+work))?(?:\s+is|\s*:)\s*([^.\n]+)",
             anchors=("stack",),
             template="Stack: {}",
         ),
         rule(
             "im_on",
-            rf"{IM}\s+(?:now\s+|still\s+)?on\s+(?:an?\s+)?({inner(EN_TOOL_STOPS + '|with')})",
+            rf"(?:{IM}|\bwe{Q}re|\bwe\s+are)\s+(?:now\s+|still\s+|currently\s+|mostly\s+|all\s+)?on\s+(?:an?\s+)?({inner(EN_TOOL_STOPS + '|with')})",
             anchors=("on",),
             template="Uses {}",
-            capitalised=True,
+            case="proper",
         ),
         rule(
             "been_coding_in",
@@ -307,7 +395,7 @@ TOOL = RuleFamily(
             rf"\bI\s+(?:mostly\s+|mainly\s+)?work\s+with\s+({inner(EN_TOOL_STOPS)})",
             anchors=("work",),
             template="Works with {}",
-            capitalised=True,
+            case="proper",
         ),
         rule(
             "my_device",
@@ -321,271 +409,87 @@ TOOL = RuleFamily(
             anchors=("run",),
             template="Runs on {}",
         ),
+        # Ours.
         rule(
-            "fr_utilise",
-            rf"\b(?:j{Q}utilise|on\s+utilise|nous\s+utilisons|je\s+me\s+sers\s+d(?:e|u|es|{Q}))\s*(?:surtout\s+|principalement\s+|aussi\s+|beaucoup\s+)?{phrase(FR_TOOL_STOPS)}",
-            anchors=("utilise", "utilisons", "sers"),
-            template="Utilise {}",
-        ),
-        rule(
-            "fr_code_en",
-            rf"\bje\s+(?:code|programme|développe)\s+(?:surtout\s+)?(?:en|avec)\s+{phrase(FR_TOOL_STOPS)}",
-            anchors=("code", "programme", "développe"),
-            template="Code en {}",
-        ),
-        rule(
-            "pt_uso",
-            rf"\b(?:eu\s+)?(?:uso|utilizo|usamos|utilizamos)\s+(?:mais\s+|muito\s+|sempre\s+)?(?:o\s+|a\s+|os\s+|as\s+)?{phrase(PT_TOOL_STOPS)}",
-            anchors=("uso", "utilizo", "usamos", "utilizamos"),
-            template="Usa {}",
-        ),
-        rule(
-            "pt_a_gente_usa",
-            rf"\b(?:a\s+gente|nós)\s+usa(?:mos)?\s+(?:o\s+|a\s+|os\s+|as\s+)?{phrase(PT_TOOL_STOPS)}",
-            anchors=("usa",),
-            template="Usa {}",
-        ),
-        rule(
-            "pt_programo",
-            rf"\b(?:eu\s+)?(?:programo|desenvolvo)\s+(?:principalmente\s+|mais\s+|sempre\s+)?(?:em|com)\s+{phrase(PT_TOOL_STOPS)}",
-            anchors=("programo", "desenvolvo"),
-            template="Programa em {}",
-        ),
-    ),
-)
-
-FAMILY = RuleFamily(
-    category="family",
-    memory_type="factual",
-    rules=(
-        rule(
-            "my_kin",
-            rf"\bmy\s+((?:(?:two|three|four|\d+)\s+)?(?:(?:little|big|younger|older|baby|twin|step)\s+)?(?:(?:{EN_KIN})(?:-in-law)?|boys|girls)(?:{Q}s)?{B}[^.,\n!?;]*)",
-            anchors=("my",),
-            template="Family: {}",
-        ),
-        rule(
-            "have_kin",
-            rf"\b(?:I|we)(?:\s+have|{Q}ve|\s+have\s+got|{Q}ve\s+got)\s+({EN_COUNT}\s+(?:\d+[- ]years?[- ]old\s+|(?:young|younger|old|older|little|big|baby|teenage|grown-up|step|adult)\s+)?(?:{EN_KIN}|boys?|girls?|husband)\b[^.,\n!?;]*)",
-            anchors=("have", "ve"),
-            template="Has {}",
-        ),
-        rule(
-            "parent_of",
-            rf"{IM}\s+(?:a\s+)?((?:dad|father|mom|mum|mother|parent)\s+(?:of|to)\s+[^.,\n!?;]+)",
-            anchors=("of", "to"),
-            template="Is a {}",
-        ),
-        rule("only_child", rf"{IM}\s+an\s+(only\s+child)", anchors=("only",), template="Is an {}"),
-        rule(
-            "fr_kin",
-            rf"\b(?:mon|ma|mes)\s+((?:{FR_KIN}){B}[^.,\n!?;]*)",
-            anchors=("mon", "ma", "mes"),
-            template="Famille : {}",
-        ),
-        rule(
-            "fr_ai_kin",
-            rf"\bj{Q}ai\s+({FR_COUNT}\s+(?:{FR_KIN}){B}[^.,\n!?;]*)",
-            anchors=("ai",),
-            template="A {}",
-        ),
-        rule(
-            "fr_parent_de",
-            r"\bje\s+suis\s+((?:papa|maman|père|mère)\s+d[e'’][^.,\n!?;]+)",
-            anchors=("suis",),
-            template="Est {}",
-        ),
-        rule(
-            "pt_kin",
-            rf"\b(?:meu|minha|meus|minhas)\s+((?:{PT_KIN}){B}[^.,\n!?;]*)",
-            anchors=("meu", "minha", "meus", "minhas"),
-            template="Família: {}",
-        ),
-        rule(
-            "pt_tenho_kin",
-            rf"\b(?:eu\s+)?tenho\s+({PT_COUNT}\s+(?:{PT_KIN}){B}[^.,\n!?;]*)",
-            anchors=("tenho",),
-            template="Tem {}",
-        ),
-        rule(
-            "pt_sou_mae",
-            r"\b(?:eu\s+)?sou\s+((?:mãe|pai)\s+d[eo]s?\s+[^.,\n!?;]+)",
-            anchors=("sou",),
-            template="É {}",
-        ),
-    ),
-)
-
-PET = RuleFamily(
-    category="pet",
-    memory_type="factual",
-    rules=(
-        rule(
-            "have_pet",
-            rf"\b(?:I|we)(?:\s+have|{Q}ve|\s+have\s+got|{Q}ve\s+got|\s+own)\s+({EN_COUNT}\s+(?:[a-z-]+\s+){{0,2}}?(?:{EN_PETS})\b[^.,\n!?;]*)",
-            anchors=("have", "ve", "own"),
-            template="Has {}",
-        ),
-        rule(
-            "my_pet",
-            rf"\b(?:my|our)\s+((?:{EN_PETS})\b[^.,\n!?;]*)",
-            anchors=("my", "our"),
-            template="Pet: {}",
-        ),
-        rule(
-            "fr_ai_pet",
-            rf"\bj{Q}ai\s+({FR_COUNT}\s+(?:{FR_PETS}){B}[^.,\n!?;]*)",
-            anchors=("ai",),
-            template="A {}",
-        ),
-        rule(
-            "fr_my_pet",
-            rf"\b(?:mon|ma|mes)\s+((?:{FR_PETS}){B}[^.,\n!?;]*)",
-            anchors=("mon", "ma", "mes"),
-            template="Animal : {}",
-        ),
-        rule(
-            "pt_tenho_pet",
-            rf"\b(?:eu\s+)?tenho\s+({PT_COUNT}\s+(?:{PT_PETS}){B}[^.,\n!?;]*)",
-            anchors=("tenho",),
-            template="Tem {}",
-        ),
-        rule(
-            "pt_my_pet",
-            rf"\b(?:meu|minha|meus|minhas)\s+((?:{PT_PETS}){B}[^.,\n!?;]*)",
-            anchors=("meu", "minha", "meus", "minhas"),
-            template="Animal: {}",
-        ),
-    ),
-)
-
-RELATIONSHIP = RuleFamily(
-    category="relationship",
-    memory_type="factual",
-    rules=(
-        rule(
-            "im_status",
-            rf"{IM}\s+((?:happily\s+|recently\s+|newly\s+)?(?:married(?:\s+to\s+[^.,\n!?;]+)?|single|engaged|divorced|getting\s+divorced|separated|widowed|dating\s+[^.,\n!?;]+|in\s+a\s+(?:[a-z-]+\s+)?relationship)\b)",
+            "my_main_tool",
+            rf"\bmy\s+((?:(?:main|primary|daily|usual|default|current|work|home)\s+)?(?:language|editor|ide|os|browser|shell|terminal|distro|setup|rig|toolchain|framework|database|db|keyboard|camera|daily\s+driver)\s+(?:is|{Q}s|:)\s*[^.,\n!?;]+)",
             anchors=(
-                "married",
-                "single",
-                "engaged",
-                "divorced",
-                "separated",
-                "widowed",
-                "dating",
-                "relationship",
+                "language",
+                "editor",
+                "ide",
+                "os",
+                "browser",
+                "shell",
+                "terminal",
+                "distro",
+                "setup",
+                "rig",
+                "toolchain",
+                "framework",
+                "database",
+                "db",
+                "keyboard",
+                "camera",
+                "driver",
             ),
-            template="Is {}",
+            template="Setup: {}",
         ),
         rule(
-            "my_partner",
-            rf"\bmy\s+((?:{EN_PARTNER})(?:{Q}s)?{B}[^.,\n!?;]*)",
-            anchors=("my",),
-            template="Partner: {}",
+            "rely_on",
+            rf"\bI\s+(?:really\s+|mostly\s+|heavily\s+|basically\s+)?(?:rely|depend)\s+(?:heavily\s+|mostly\s+)?on\s+{phrase(EN_TOOL_STOPS)}",
+            anchors=("rely", "depend"),
+            template="Uses {}",
+            case="proper",
         ),
         rule(
-            "fr_status",
-            r"\bje\s+suis\s+((?:mariée?|célibataire|fiancée?|divorcée?|pacsée?|séparée?|veuf|veuve|en\s+couple)(?:\s+(?:avec|à|depuis)\s+[^.,\n!?;]+)?)",
-            anchors=("suis",),
-            template="Est {}",
+            "x_shop",
+            rf"\bwe(?:{Q}re|\s+are)\s+(?:a|an)\s+{words(2)}\s+shop\b",
+            anchors=("shop",),
+            template="Uses {}",
+            case="proper",
         ),
         rule(
-            "fr_partner",
-            rf"\b(?:mon|ma)\s+((?:copine|copain|compagne|compagnon|petite\s+amie|petit\s+ami|conjoint|conjointe|fiancée?|partenaire){B}[^.,\n!?;]*)",
-            anchors=("mon", "ma"),
-            template="Partenaire : {}",
+            "x_user",
+            rf"{IM}\s+(?:a|an)\s+(?:(?:big|huge|long-?time|happy|loyal|daily|heavy|die-?hard|proud|lifelong)\s+)?((?:[^{WS}{END}]+\s+){{0,2}}?[^{WS}{END}]+)\s+(?:user|person)\b",
+            anchors=("user", "person"),
+            template="Uses {}",
+            case="proper",  # "a Mac user", not "a morning person"
         ),
         rule(
-            "pt_status",
-            r"\b(?:eu\s+)?(?:sou|estou)\s+((?:casad[oa]|solteir[oa]|noiv[oa]|divorciad[oa]|separad[oa]|viúv[oa]|namorando)(?:\s+(?:com|há|desde)\s+[^.,\n!?;]+)?)",
-            anchors=("sou", "estou"),
-            template="É {}",
+            "write_language",
+            rf"\bI\s+(?:mostly\s+|mainly\s+|usually\s+|only\s+|also\s+)?write\s+(?!(?:{_WRITTEN}){B}){words(1)}(?=\s*(?:[,.!;]|$|(?:and|but|these\s+days|nowadays|now|mostly|mainly|professionally|for\s+(?:work|a\s+living)|at\s+work|daily|every\s+day){B}))",
+            anchors=("write",),
+            template="Uses {}",
+            case="proper",
         ),
         rule(
-            "pt_partner",
-            rf"\b(?:meu|minha)\s+((?:namorad[oa]|noiv[oa]|companheir[oa]|parceir[oa]){B}[^.,\n!?;]*)",
-            anchors=("meu", "minha"),
-            template="Parceiro(a): {}",
+            "do_my_x_in",
+            rf"\b(?:I|we)\s+(?:mostly\s+|mainly\s+|usually\s+|always\s+)?(?:do|write|build|make|edit|draw|design|host|deploy|keep|manage|track|develop|program|script|render|model|store|plan)\s+(?:(?!(?:to|at|for|from)\s)[a-z-]+\s+){{0,3}}?(?:in|with|on|using)\s+(?!(?:{EN_MONTHS}|{EN_DAYS}|{EN_SEASONS}|the|my|a|an)\b){phrase(EN_TOOL_STOPS)}",
+            anchors=(
+                "do",
+                "write",
+                "build",
+                "make",
+                "edit",
+                "draw",
+                "design",
+                "host",
+                "deploy",
+                "keep",
+                "manage",
+                "track",
+                "develop",
+                "program",
+                "script",
+                "render",
+                "model",
+                "store",
+                "plan",
+            ),
+            template="Uses {}",
+            case="proper",
         ),
-    ),
-)
-
-EVENT = RuleFamily(
-    category="event",
-    memory_type="episodic",
-    rules=(
-        rule(
-            "have_dated",
-            rf"\bI\s+have\s+(?!(?:no|nothing|time|to|been|had|got)\s)((?:(?:a|an|my)\s+)?[^.,\n!?;]*?\s{EN_DATE}[^.,\n!?;]*)",
-            anchors=("have",),
-            template="Has {}",
-        ),
-        rule(
-            "my_x_is_on",
-            rf"\b(?:my|our)\s+([^.,\n!?;]{{2,40}}?\s+(?:is|is\s+due|starts|will\s+be)\s+{EN_DATE}[^.!?;\n]*)",
-            anchors=("my", "our"),
-            template="Event: {}",
-        ),
-        rule(
-            "im_doing_on",
-            rf"(?:{IM}|\bwe{Q}re|\bwe\s+are)\s+((?!going|gonna|planning|thinking|considering|moving\s+to|switching|trying|asking|hoping)[a-z]+ing\b[^.,\n!?;]*?\s{EN_DATE}[^.,\n!?;]*)",
-            anchors=("i", "im", "we"),
-            template="Event: {}",
-        ),
-        rule(
-            "i_start_on",
-            rf"\bI\s+((?:start|begin|leave|fly|graduate)\s+[^.,\n!?;]*?{EN_DATE}[^.,\n!?;]*)",
-            anchors=("start", "begin", "leave", "fly", "graduate"),
-            template="Event: {}",
-        ),
-        rule(
-            "got_dated",
-            rf"\b(?:I{Q}ve\s+|I\s+have\s+)?got\s+((?:a|an|my)\s+[^.,\n!?;]*?\s{EN_DATE}[^.,\n!?;]*)",
-            anchors=("got",),
-            template="Has {}",
-        ),
-        rule(
-            "dated_i_have",
-            rf"\b(?:tomorrow|tonight|today|this\s+(?:week|weekend|{EN_DAYS})|next\s+(?:week|{EN_DAYS})|on\s+(?:{EN_DAYS}))\s*,?\s+I\s+have\s+((?:a|an|my)\s+[^.,\n!?;]+)",
-            anchors=("have",),
-            template="Has {}",
-        ),
-        rule(
-            "fr_pars",
-            rf"\bje\s+((?:pars|vais|décolle|voyage|rentre)\s+[^.,\n!?;]*?\s{FR_DATE}[^.,\n!?;]*)",
-            anchors=("pars", "vais", "décolle", "voyage", "rentre"),
-            template="Événement : {}",
-        ),
-        rule(
-            "pt_viajo",
-            rf"\b(?:eu\s+)?((?:viajo|embarco|volto|vou)\s+[^.,\n!?;]*?\s{PT_DATE}[^.,\n!?;]*)",
-            anchors=("viajo", "embarco", "volto", "vou"),
-            template="Evento: {}",
-        ),
-        rule(
-            "fr_ai_dated",
-            rf"\bj{Q}ai\s+((?:un|une|mon|ma)\s+[^.,\n!?;]*?\s{FR_DATE}[^.,\n!?;]*)",
-            anchors=("ai",),
-            template="A {}",
-        ),
-        rule(
-            "fr_mon_x_est",
-            rf"\b(?:mon|ma|notre)\s+([^.,\n!?;]{{2,40}}?\s+(?:est|a\s+lieu|aura\s+lieu|sera)\s+{FR_DATE}[^.!?;\n]*)",
-            anchors=("mon", "ma", "notre"),
-            template="Événement : {}",
-        ),
-        rule(
-            "pt_tenho_dated",
-            rf"\b(?:eu\s+)?tenho\s+((?:uma?\s+)?[^.,\n!?;]*?\s{PT_DATE}[^.,\n!?;]*)",
-            anchors=("tenho",),
-            template="Tem {}",
-        ),
-        rule(
-            "pt_meu_x_e",
-            rf"\b(?:meu|minha|nosso|nossa)\s+([^.,\n!?;]{{2,40}}?\s+(?:é|será|vai\s+ser)\s+(?:em\s+|no\s+|na\s+)?{PT_DATE}[^.!?;\n]*)",
-            anchors=("meu", "minha", "nosso", "nossa"),
-            template="Evento: {}",
-        ),
-    ),
+    )
+    + FRENCH["tool"]
+    + PORTUGUESE["tool"],
 )

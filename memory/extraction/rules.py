@@ -4,15 +4,23 @@ Contract of :func:`extract_facts` (pure, no I/O, never raises):
 
 * Input that is not a non-empty ``str`` gives ``[]``.
 * Only the **last** 64 KiB of the text is scanned (65 536 UTF-16 code units, as JavaScript counts).
-* Families are evaluated in registry order (preference, decision, pattern, then the profile families:
-  name, residence, job, tool, family, pet, relationship, event; see :mod:`memory.extraction.profile`),
-  rules in list order, the non-overlapping matches of one rule left to right; facts come out in that
-  order.
+* Families are evaluated in registry order (preference, decision in :mod:`memory.extraction.decisions`,
+  pattern, then the profile families:
+  name, residence, job, tool in :mod:`memory.extraction.profile`, family, pet, relationship in
+  :mod:`memory.extraction.household`, event in :mod:`memory.extraction.events`), rules in list order
+  (English, then French, then Portuguese), the non-overlapping matches of one rule left to right, then
+  its matches in the clauses whose subject is left out; facts come out in that order.
+* A clause whose subject is left out ("Live in Austin, work at Dell, have a dog.", "been a teacher
+  for 12 years") is also read after the subject it implies, "I" + the clause
+  (:func:`memory.extraction.clauses.dropped_subjects`), so every rule covers its telegraphic form.
 * A match inside a question, a request, a hypothetical, reported or quoted speech is not a fact
   (:mod:`memory.extraction.guards`): "Do I prefer tabs over spaces?" and "If I lived in Paris…" teach
-  nothing.
+  nothing. Nor is a phrase that names nothing by itself ("Love it", "I moved there") or is reported
+  speech after all ("I never said I liked Java"): :func:`~memory.extraction.guards.phrase_allowed`.
 * The captured phrase is trimmed and every whitespace run collapsed to one space; phrases shorter
-  than 3 code units are dropped (names and tools: 2, see :attr:`RuleFamily.min_length`); the content is the rule's template applied to the phrase
+  than 3 code units are dropped (names, tools and places: 2, see :attr:`RuleFamily.min_length`), and so
+  are phrases whose letter case the rule rules out (:attr:`Rule.case`: "I'm tired" is no name, "going
+  to Iceland" no plan); the content is the rule's template applied to the phrase
   ("Prefers dark mode in my editor", "Lives in Lyon", "Works at Acme as a data engineer"), cut to 500
   code units. The key is ``category:slug`` of the **phrase**, not of the content, so phrasings of one
   fact share a key ("I live in Lyon" / "I moved to Lyon" → ``residence:lyon``) and the reference's keys
@@ -33,7 +41,7 @@ Rules of a family that has a negated counterpart are ``"positive"``; the other f
 (``None``).
 
 Beyond the reference patterns (B9): "I will use X", "I am going to use / with X" and "I've decided to X"
-are matched too (see the comments in :mod:`memory.extraction.preferences`).
+are matched too (see the comments in :mod:`memory.extraction.decisions`).
 
 JS strings are UTF-16: the 64 KiB cap and the 500-unit cut count code units. Where a cut would split a
 surrogate pair, the lone half is dropped (JavaScript keeps it; it cannot be stored as UTF-8). The
@@ -47,10 +55,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.extraction.guards import Guard
+from memory.extraction.clauses import dropped_subjects
+from memory.extraction.decisions import DECISION
+from memory.extraction.events import EVENT
+from memory.extraction.guards import Guard, phrase_allowed
+from memory.extraction.household import FAMILY, PET, RELATIONSHIP
 from memory.extraction.keys import fact_key
-from memory.extraction.preferences import DECISION, PATTERN, PREFERENCE
-from memory.extraction.profile import EVENT, FAMILY, JOB, NAME, PET, RELATIONSHIP, RESIDENCE, TOOL
+from memory.extraction.preferences import PATTERN, PREFERENCE
+from memory.extraction.profile import JOB, NAME, RESIDENCE, TOOL
 from memory.extraction.scanner import (
     JS_WHITESPACE_CHARS,
     JS_WHITESPACE_CLASS,
@@ -90,8 +102,10 @@ _WORD = re.compile(r"[^\W\d_]+")
 _ASCII_WORD = re.compile(r"[a-z]+")
 
 # The registry. Order matters twice: it is the order facts are emitted in, and the first rule to produce
-# a key wins the in-batch dedup. Adding a family: write it beside its siblings (preferences.py for
-# what the user likes and chooses, profile.py for who they are), then list it here.
+# a key wins the in-batch dedup. Adding a family: write it beside its siblings (preferences.py and
+# decisions.py for what the user likes and chooses, profile.py and household.py for who they are and
+# live with, events.py for what is coming up), its French and Portuguese rules in french.py and
+# portuguese.py, then list it here.
 REGISTRY: tuple[RuleFamily, ...] = (
     PREFERENCE,
     DECISION,
@@ -151,42 +165,70 @@ def extract_facts(text: str | None, *, source: str = "user_message") -> list[Fac
     text = _utf16_tail(text, MAX_EXTRACTION_TEXT_LENGTH)
     scanned = scan_text(text)
     guard = Guard(scanned)
+    segments = [_Segment(text, scanned, 0, 0)]
+    for start, end, subject in dropped_subjects(scanned):
+        segments.append(
+            _Segment(subject + text[start:end], subject + scanned[start:end], start - len(subject), start)
+        )
     seen: set[str] = set()
     facts: list[Fact] = []
-    words = set(_ASCII_WORD.findall(scanned))
-    if not scanned.isascii():
-        words.update(_WORD.findall(scanned))
     for family in REGISTRY:
         for rule in family.rules:
-            if words.isdisjoint(rule.anchors):
-                continue
             # A repeated capture of one rule gives the same fact (already emitted or rejected): skipping
             # it keeps a long repetitive text (an LLM stuck in a loop) as cheap as a short one.
             tried: set[str] = set()
             negative = rule.polarity == "negative"
-            for match in rule.pattern.finditer(scanned):
-                raw = text[match.start(1) : match.end(1)]
-                if raw in tried or not guard.allows(match.start()):
+            for segment in segments:
+                if segment.words.isdisjoint(rule.anchors):
                     continue
-                tried.add(raw)
-                phrase = _normalise(raw)
-                if _utf16_len(phrase) < family.min_length or (rule.capitalised and not phrase[:1].isupper()):
-                    continue
-                key = fact_key(family.category, phrase, negative=negative)
-                if key in seen:
-                    continue
-                seen.add(key)
-                facts.append(
-                    Fact(
-                        category=family.category,
-                        type=family.memory_type,
-                        key=key,
-                        content=_utf16_head(rule.template.format(phrase), MAX_FACT_LENGTH),
-                        polarity=rule.polarity,
-                        source=source,
+                for match in rule.pattern.finditer(segment.scanned):
+                    raw = segment.text[match.start(1) : match.end(1)]
+                    # A match that starts in the implied subject is judged where its clause starts.
+                    position = max(segment.floor, segment.shift + match.start())
+                    if raw in tried or not guard.allows(position):
+                        continue
+                    tried.add(raw)
+                    phrase = _normalise(raw)
+                    if (
+                        _utf16_len(phrase) < family.min_length
+                        or not rule.fits_case(phrase)
+                        or not phrase_allowed(phrase)
+                    ):
+                        continue
+                    key = fact_key(family.category, phrase, negative=negative)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    facts.append(
+                        Fact(
+                            category=family.category,
+                            type=family.memory_type,
+                            key=key,
+                            content=_utf16_head(rule.template.format(phrase), MAX_FACT_LENGTH),
+                            polarity=rule.polarity,
+                            source=source,
+                        )
                     )
-                )
     return facts
+
+
+class _Segment:
+    """A text the rules scan: the message itself, or a clause of it read after its implied subject.
+
+    ``shift`` maps an index of ``scanned`` to the message (``floor`` is the clause's first index there);
+    ``words`` are the words of ``scanned`` for the anchor test.
+    """
+
+    __slots__ = ("floor", "scanned", "shift", "text", "words")
+
+    def __init__(self, text: str, scanned: str, shift: int, floor: int) -> None:
+        self.text = text
+        self.scanned = scanned
+        self.shift = shift
+        self.floor = floor
+        self.words = set(_ASCII_WORD.findall(scanned))
+        if not scanned.isascii():
+            self.words.update(_WORD.findall(scanned))
 
 
 def _normalise(raw: str) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
+    "Case",
     "JS_WHITESPACE_CHARS",
     "JS_WHITESPACE_CLASS",
     "Polarity",
@@ -30,6 +31,13 @@ __all__ = [
 ]
 
 Polarity = Literal["positive", "negative"]
+# What the captured phrase must look like in the original text (rule sources are matched lower-cased,
+# so letter case is checked on the capture): "proper" starts with an upper-case letter (a name after
+# "I'm", told apart from "I'm tired"); "common" does not (a verb after "going to", told apart from a
+# place: "going to learn Rust" / "going to Iceland"); "not_name" is anything but one capitalised word,
+# after an optional article (a job, told apart from a name or a demonym: "je suis infirmier" / "je suis
+# Antoine", "I'm a nurse" / "I'm a Londoner").
+Case = Literal["proper", "common", "not_name"]
 
 # ECMAScript WhiteSpace + LineTerminator: exactly what JS `\s` and `String.prototype.trim` use.
 JS_WHITESPACE_CHARS = (
@@ -51,6 +59,9 @@ def js_regex(source: str) -> re.Pattern[str]:
 
 _LEADING_WORD = re.compile(r"\\b([a-z]+)(?![?*+{])")
 _UPPERCASE_ESCAPE = re.compile(r"\\[A-Z]")
+_ARTICLE = re.compile(r"^(?:an?|the)\s+", re.IGNORECASE)
+# A `\s` inside a character class: the translations rewrite `\s` as a class, which cannot nest.
+_CLASS_WITH_WS = re.compile(r"(?<!\\)\[(?:[^\]\\]|\\[^s])*\\s")
 # JS whitespace other than "\n" (which `[^.,\n]` treats specially); the scan text maps it to " ".
 _OTHER_WHITESPACE = re.compile(r"[\t\v\f\r\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]")
 _ASCII_OTHER_WHITESPACE = str.maketrans("\t\v\f\r", "    ")
@@ -68,12 +79,71 @@ def _scanner(source: str) -> re.Pattern[str]:
     """
     if _UPPERCASE_ESCAPE.search(source):
         raise ValueError(f"rule source uses an escape that lower-casing would change: {source!r}")
+    if _CLASS_WITH_WS.search(source):
+        raise ValueError(f"rule source has \\s inside a character class (spell it WS): {source!r}")
     lowered = source.lower().replace(r"\s", r"[ \n]")
     head = _LEADING_WORD.match(lowered)
     if head is not None:
         word = head.group(1)
         lowered = f"{word}(?<=\\b{word}){lowered[head.end() :]}"
+    else:
+        lowered = _factor_leading_group(lowered)
     return re.compile(lowered, re.ASCII)
+
+
+def _factor_leading_group(source: str) -> str:
+    """``\\b(?:im|i['’]m|i[ \\n]+am)…`` → ``i(?<=\\bi)(?:m|['’]m|[ \\n]+am)…``: the literal prefix that every
+    alternative of a leading group starts with, taken out so that ``re`` can skip ahead to it (same matches).
+
+    ``source`` is returned unchanged when it does not start with such a group.
+    """
+    if not source.startswith("\\b(?:"):
+        return source
+    alternatives, end = _split_group(source, 5)
+    if end is None or source[end + 1 : end + 2] in ("?", "*", "+", "{"):
+        return source
+    prefix = _common_letters(alternatives)
+    if not prefix or any(alt[len(prefix) : len(prefix) + 1] in ("?", "*", "+", "{") for alt in alternatives):
+        return source
+    rest = "|".join(alt[len(prefix) :] for alt in alternatives)
+    return f"{prefix}(?<=\\b{prefix})(?:{rest}){source[end + 1 :]}"
+
+
+def _split_group(source: str, start: int) -> tuple[list[str], int | None]:
+    """The top-level alternatives of the group whose body starts at ``start``, and its ``)`` index."""
+    alternatives, depth, in_class, i, begin = [], 0, False, start, start
+    while i < len(source):
+        char = source[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            if depth == 0:
+                alternatives.append(source[begin:i])
+                return alternatives, i
+            depth -= 1
+        elif char == "|" and depth == 0:
+            alternatives.append(source[begin:i])
+            begin = i + 1
+        i += 1
+    return alternatives, None
+
+
+def _common_letters(alternatives: list[str]) -> str:
+    """The longest run of ASCII letters that every alternative starts with."""
+    first = alternatives[0]
+    length = 0
+    while length < len(first) and "a" <= first[length] <= "z":
+        if any(alt[length : length + 1] != first[length] for alt in alternatives):
+            break
+        length += 1
+    return first[:length]
 
 
 def scan_text(text: str) -> str:
@@ -102,9 +172,8 @@ class Rule:
     match contains at least one, as a whole word (a run of letters: "I've" is "i" and "ve"); a text
     containing none of them is not scanned (a set lookup: a long text costs one split, not one search per
     rule).
-    ``capitalised`` requires the phrase to start with an upper-case letter in the original text (a name
-    after "I'm", told apart from "I'm tired"). ``pattern`` is compiled from ``source`` and runs on
-    :func:`scan_text` output.
+    ``case`` constrains the letter case of the phrase in the original text (see :data:`Case`).
+    ``pattern`` is compiled from ``source`` and runs on :func:`scan_text` output.
     """
 
     name: str
@@ -112,8 +181,20 @@ class Rule:
     anchors: tuple[str, ...]
     polarity: Polarity | None
     template: str
-    capitalised: bool
+    case: Case | None
     pattern: re.Pattern[str]
+
+    def fits_case(self, phrase: str) -> bool:
+        """``True`` when ``phrase`` (as written in the original text) has the letter case :attr:`case` asks."""
+        if self.case is None:
+            return True
+        upper = phrase[:1].isupper()
+        if self.case == "proper":
+            return upper
+        if self.case == "common":
+            return not upper
+        word = _ARTICLE.sub("", phrase, count=1)
+        return not (word[:1].isupper() and word.isalpha() and word[1:].islower())
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,17 +218,20 @@ def rule(
     anchors: tuple[str, ...],
     template: str,
     polarity: Polarity | None = None,
-    capitalised: bool = False,
+    case: Case | None = None,
 ) -> Rule:
     """Build a :class:`Rule`, compiling its scanner pattern (raises ``ValueError`` on a bad source)."""
     if template.count("{}") != 1:
         raise ValueError(f"rule template needs exactly one {{}}: {template!r}")
+    pattern = _scanner(source)
+    if pattern.groups != 1:
+        raise ValueError(f"rule {name!r} needs exactly one capture group, it has {pattern.groups}")
     return Rule(
         name=name,
         source=source,
         anchors=anchors,
         polarity=polarity,
         template=template,
-        capitalised=capitalised,
-        pattern=_scanner(source),
+        case=case,
+        pattern=pattern,
     )

@@ -1,12 +1,31 @@
 """Precision and recall of the rules on labelled user utterances (issue 11, point 7).
 
-Each ``labelled_<lang>.json`` holds utterances as users write them to an assistant, with the facts a
-reader would learn from them (``class``, ``polarity``, a phrase the content must ``contain``); about a third
-are questions, hypotheticals, quoted or reported speech, requests and talk about other people, which
-must teach nothing. A learned fact is correct when it has the class and polarity of a labelled fact of
-its utterance and its content contains that fact's phrase (case-insensitive).
+Each file holds utterances as users write them to an assistant, with the facts a reader would learn from
+them (``class``, ``polarity``, a phrase the content must ``contain``); about a third are questions,
+hypotheticals, quoted or reported speech, requests, the assistant's suggestions and talk about other
+people, which must teach nothing. A learned fact is correct when it has the class and polarity of a
+labelled fact of its utterance and its content contains that fact's phrase (case-insensitive).
 
-Run with ``-s`` to see the per-class table.
+* ``labelled_<lang>.json``: the set the rules were first written against (issue targets).
+* ``fresh1_<lang>.json``, ``fresh2_<lang>.json``, ``fresh3_<lang>.json``: batches written later, each
+  before the rules had seen it, to measure how the rules generalise. Each was then used to improve the
+  rules, so it is in-sample now; what it measured while it was still unseen is the honest figure, kept
+  here (precision / recall):
+
+  ======== ============================= ============= ============= =============
+  batch    unseen by                     en            fr            pt
+  ======== ============================= ============= ============= =============
+  fresh1   the rules before this work    0.970 / 0.657 0.951 / 0.731 0.933 / 0.840
+  fresh2   round 1 (clauses, verb sets)  0.965 / 0.659 1.000 / 0.828 0.966 / 1.000
+  fresh3   round 2                       0.862 / 0.463 1.000 / 0.944 1.000 / 1.000
+  ======== ============================= ============= ============= =============
+
+  The floors below are what the current rules reach on each batch, less a margin of about 0.03 (one
+  label on the small batches): a change that
+  loses what was learned from a batch fails here. To measure generalisation again, write a new batch
+  and measure it before changing any rule.
+
+Run with ``-s`` to see the per-class tables.
 """
 
 from __future__ import annotations
@@ -24,9 +43,32 @@ from memory.extraction.scanner import scan_text
 
 DATA = Path(__file__).parent
 
-# (precision, recall) each language must reach.
-TARGETS = {"en": (0.95, 0.85), "fr": (0.95, 0.85), "pt": (0.95, 0.85)}
-MIN_UTTERANCES = {"en": 300, "fr": 60, "pt": 60}
+
+@dataclass(frozen=True)
+class LabelledSet:
+    file: str
+    min_utterances: int
+    min_negative_share: float
+    precision: float
+    recall: float
+
+
+SETS = {
+    # The issue's targets.
+    "labelled_en": LabelledSet("labelled_en.json", 300, 0.25, 0.95, 0.85),
+    "labelled_fr": LabelledSet("labelled_fr.json", 60, 0.25, 0.95, 0.85),
+    "labelled_pt": LabelledSet("labelled_pt.json", 60, 0.25, 0.95, 0.85),
+    # Measured floors (see the module docstring).
+    "fresh1_en": LabelledSet("fresh1_en.json", 150, 0.30, 0.95, 0.94),
+    "fresh1_fr": LabelledSet("fresh1_fr.json", 50, 0.30, 0.95, 0.95),
+    "fresh1_pt": LabelledSet("fresh1_pt.json", 50, 0.30, 0.95, 0.97),
+    "fresh2_en": LabelledSet("fresh2_en.json", 80, 0.30, 0.95, 0.90),
+    "fresh2_fr": LabelledSet("fresh2_fr.json", 30, 0.30, 0.95, 0.93),
+    "fresh2_pt": LabelledSet("fresh2_pt.json", 30, 0.30, 0.95, 0.96),
+    "fresh3_en": LabelledSet("fresh3_en.json", 70, 0.30, 0.95, 0.84),
+    "fresh3_fr": LabelledSet("fresh3_fr.json", 20, 0.30, 0.95, 0.94),
+    "fresh3_pt": LabelledSet("fresh3_pt.json", 20, 0.30, 0.95, 0.94),
+}
 
 
 @dataclass
@@ -48,8 +90,8 @@ class Score:
         return recalled / labelled if labelled else 1.0
 
 
-def load(lang: str) -> list[dict]:
-    return json.loads((DATA / f"labelled_{lang}.json").read_text(encoding="utf-8"))
+def load(name: str) -> list[dict]:
+    return json.loads((DATA / SETS[name].file).read_text(encoding="utf-8"))
 
 
 def matches(fact: Fact, label: dict) -> bool:
@@ -60,9 +102,9 @@ def matches(fact: Fact, label: dict) -> bool:
     )
 
 
-def score(lang: str) -> Score:
+def score(name: str) -> Score:
     result = Score()
-    for item in load(lang):
+    for item in load(name):
         facts = extract_facts(item["text"])
         labels = item["facts"]
         for fact in facts:
@@ -80,8 +122,8 @@ def score(lang: str) -> Score:
     return result
 
 
-def table(lang: str, result: Score) -> str:
-    lines = [f"{lang}: class           learned correct labelled recalled precision recall"]
+def table(name: str, result: Score) -> str:
+    lines = [f"{name}: class       learned correct labelled recalled precision recall"]
     for cls in sorted(set(result.learned) | set(result.labelled)):
         lines.append(
             f"    {cls:<16}{result.learned[cls]:>8}{result.correct[cls]:>8}{result.labelled[cls]:>9}"
@@ -95,22 +137,32 @@ def table(lang: str, result: Score) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("lang", sorted(TARGETS))
-def test_the_labelled_set_is_large_and_one_third_negative(lang):
-    items = load(lang)
-    assert len(items) >= MIN_UTTERANCES[lang]
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_the_set_is_large_enough_and_a_third_negative(name):
+    items = load(name)
+    expected = SETS[name]
+    assert len(items) >= expected.min_utterances
     negatives = sum(1 for item in items if not item["facts"])
-    assert negatives >= len(items) // 4
+    assert negatives >= expected.min_negative_share * len(items)
+    assert len({item["text"] for item in items}) == len(items), "an utterance is listed twice"
     for item in items:
         for label in item["facts"]:
             assert set(label) == {"class", "polarity", "contains"}
             assert label["polarity"] in ("positive", "negative", None)
 
 
-@pytest.mark.parametrize("lang", sorted(TARGETS))
-def test_no_match_is_skipped_for_want_of_an_anchor_word(lang):
+def test_the_fresh_batches_repeat_no_utterance_of_another_set():
+    seen: dict[str, str] = {}
+    for name in sorted(SETS):
+        for item in load(name):
+            assert item["text"] not in seen, (item["text"], seen.get(item["text"]), name)
+            seen[item["text"]] = name
+
+
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_no_match_is_skipped_for_want_of_an_anchor_word(name):
     # Extraction skips a rule whose anchor words are all absent: that must never hide a real match.
-    for item in load(lang):
+    for item in load(name):
         scanned = scan_text(item["text"])
         words = set(re.findall(r"[^\W\d_]+", scanned)) | set(re.findall(r"[a-z]+", scanned))
         for family in REGISTRY:
@@ -119,11 +171,11 @@ def test_no_match_is_skipped_for_want_of_an_anchor_word(lang):
                     assert not words.isdisjoint(rule.anchors), (rule.name, item["text"])
 
 
-@pytest.mark.parametrize("lang", sorted(TARGETS))
-def test_the_rules_reach_the_precision_and_recall_targets(lang):
-    result = score(lang)
-    print("\n" + table(lang, result))
-    precision, recall = TARGETS[lang]
-    report = table(lang, result) + "\n" + "\n".join(result.mistakes)
-    assert result.precision() >= precision, report
-    assert result.recall() >= recall, report
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_the_rules_reach_the_precision_and_recall_floors(name):
+    result = score(name)
+    print("\n" + table(name, result))
+    expected = SETS[name]
+    report = table(name, result) + "\n" + "\n".join(result.mistakes)
+    assert result.precision() >= expected.precision, report
+    assert result.recall() >= expected.recall, report

@@ -60,7 +60,7 @@ def test_phrasings_of_one_residence_share_a_key(text):
 
 def test_several_facts_of_one_message_are_all_learned():
     text = "I'm Kenji, I'm a game developer in Osaka and I use Unity. I have a cat named Miso."
-    assert {f.category for f in extract_facts(text)} == {"name", "job", "tool", "pet"}
+    assert {f.category for f in extract_facts(text)} == {"name", "job", "residence", "tool", "pet"}
 
 
 def test_a_lower_case_word_after_im_is_not_a_name():
