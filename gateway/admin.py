@@ -22,7 +22,7 @@ class UpstreamProviderForm(forms.ModelForm):
         # The key is write-only in the admin: shown masked, and left unchanged when the field is empty.
         widgets = {"api_key": forms.PasswordInput(render_value=False)}
 
-    def clean_api_key(self):
+    def clean_api_key(self) -> str:
         value = self.cleaned_data.get("api_key", "")
         if not value and self.instance.pk:
             return self.instance.api_key

@@ -36,8 +36,14 @@ class GatewayError(Exception):
     """A request the gateway answers itself, with an OpenAI-format error."""
 
     def __init__(
-        self, message: str, *, status: int, type_: str = "invalid_request_error", code=None, param=None
-    ):
+        self,
+        message: str,
+        *,
+        status: int,
+        type_: str = "invalid_request_error",
+        code: str | None = None,
+        param: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message, self.status, self.type, self.code, self.param = message, status, type_, code, param
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models, transaction
@@ -78,7 +80,7 @@ class UpstreamProvider(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         with transaction.atomic():
             if self.is_default:
                 UpstreamProvider.objects.filter(is_default=True).exclude(pk=self.pk).update(is_default=False)

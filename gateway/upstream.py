@@ -35,7 +35,7 @@ _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient
 class UpstreamFailure(Exception):
     """No usable response came from the upstream. ``status`` is 504 (timeout) or 502 (anything else)."""
 
-    def __init__(self, message: str, *, status: int, code: str):
+    def __init__(self, message: str, *, status: int, code: str) -> None:
         super().__init__(message)
         self.message = message
         self.status = status

@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 import httpx
 from django.core.exceptions import RequestDataTooBig
-from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.views.decorators.csrf import csrf_exempt
 
 from gateway.chat import ExtractionContext, GatewayError, authenticate, prepare_chat
@@ -31,7 +32,7 @@ from memory.tasks.extraction import enqueue_extraction
 logger = logging.getLogger("gateway.views")
 
 
-class _AfterCloseMixin:
+class _AfterCloseMixin(HttpResponseBase):
     """Hands ``after_close`` to the after-response thread when the server closes the response (after the
     body was sent)."""
 
@@ -41,7 +42,7 @@ class _AfterCloseMixin:
         if self.after_close is not None:
             after_response(self.after_close)
             self.after_close = None
-        super().close()  # type: ignore[misc]
+        super().close()
 
 
 class _Response(_AfterCloseMixin, HttpResponse):
@@ -94,7 +95,7 @@ def _extract_stream(ctx: ExtractionContext, relay: StreamRelay) -> None:
 
 
 @csrf_exempt
-async def chat_completions(request):
+async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     """Proxy a chat completion, with the key's memories injected (see :mod:`gateway.chat`).
 
     Upstream statuses and bodies pass through unchanged; no upstream answer gives 504 (timeout) or 502.
@@ -117,16 +118,17 @@ async def chat_completions(request):
         return _error(exc)
 
     content_type = upstream.headers.get("content-type", "application/json")
+    extraction = plan.extraction
     if plan.stream and upstream.status_code == 200:
         relay = StreamRelay(upstream, plan.provider)
-        response = _StreamingResponse(
+        streamed = _StreamingResponse(
             relay,
             content_type=content_type,
             headers={**passed_headers(upstream), "Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
-        if plan.extraction is not None:
-            response.after_close = lambda: _extract_stream(plan.extraction, relay)
-        return response
+        if extraction is not None:
+            streamed.after_close = lambda: _extract_stream(extraction, relay)
+        return streamed
 
     if plan.stream:  # an error answer to a streaming request: relay it whole
         try:
@@ -139,13 +141,13 @@ async def chat_completions(request):
     response = _Response(
         content, status=upstream.status_code, content_type=content_type, headers=passed_headers(upstream)
     )
-    if plan.extraction is not None and upstream.status_code == 200:
-        response.after_close = lambda: _extract_answer(plan.extraction, content)
+    if extraction is not None and upstream.status_code == 200:
+        response.after_close = lambda: _extract_answer(extraction, content)
     return response
 
 
 @csrf_exempt
-async def models(request):
+async def models(request: HttpRequest) -> JsonResponse:
     """``GET /v1/models``: each enabled provider's configured model ids, or, when it has none configured,
     what its upstream's ``/models`` reports (prefixed back when the provider strips its prefix; an upstream
     that cannot answer lists nothing). An id listed by several providers appears once, under the first

@@ -1,5 +1,8 @@
+from typing import Any
+
 from django import forms
 from django.contrib import admin, messages
+from django.http import HttpRequest
 
 from memory.models import ApiKey, ManagementToken, Memory, Setting, VectorMeta
 
@@ -11,7 +14,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
     readonly_fields = ("id", "prefix", "created_at", "last_used_at")
     fields = ("id", "name", "prefix", "allow_global_scope", "created_at", "revoked_at", "last_used_at")
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: ApiKey, form: forms.ModelForm, change: bool) -> None:
         if change:
             return super().save_model(request, obj, form, change)
         key, secret = ApiKey.issue(name=obj.name, allow_global_scope=obj.allow_global_scope)
@@ -26,8 +29,9 @@ class ManagementTokenForm(forms.ModelForm):
         model = ManagementToken
         fields = ("name", "scope", "owners", "revoked_at")
 
-    def clean(self):
-        cleaned = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        cleaned = self.cleaned_data
         scope, owners = cleaned.get("scope"), cleaned.get("owners")
         if scope and owners is not None:
             problem = ManagementToken.reach_problem(scope, bound=owners.exists())
@@ -46,7 +50,9 @@ class ManagementTokenAdmin(admin.ModelAdmin):
     filter_horizontal = ("owners",)
     fields = ("id", "name", "scope", "owners", "prefix", "created_at", "revoked_at", "last_used_at")
 
-    def save_model(self, request, obj, form, change):
+    def save_model(
+        self, request: HttpRequest, obj: ManagementToken, form: forms.ModelForm, change: bool
+    ) -> None:
         if change:
             return super().save_model(request, obj, form, change)
         token, secret = ManagementToken.issue(
@@ -72,7 +78,7 @@ class VectorMetaAdmin(admin.ModelAdmin):
     list_display = ("id", "embedding_signature", "active_dim", "vec_loaded", "last_reset_at")
     readonly_fields = ("id", "embedding_signature", "active_dim", "vec_loaded", "last_reset_at")
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from django.apps import AppConfig
 from django.conf import settings
-from django.core.checks import Error, Tags, register
+from django.core.checks import CheckMessage, Error, Tags, register
 from django.db import connections
 
 FTS5_MODULE = "fts5"
 
 
-def can_load_extensions(raw_connection) -> bool:
+def can_load_extensions(raw_connection: object) -> bool:
     return hasattr(raw_connection, "enable_load_extension")
 
 
@@ -40,8 +44,10 @@ def probe_sqlite(alias: str = "default") -> list[str]:
 
 
 @register(Tags.database, deploy=False)
-def check_sqlite_extensions(app_configs=None, databases=None, **kwargs):
-    errors = []
+def check_sqlite_extensions(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    errors: list[CheckMessage] = []
     for alias in databases or []:
         for problem in probe_sqlite(alias):
             errors.append(

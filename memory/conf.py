@@ -15,16 +15,21 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from django.conf import settings
 from django.db import transaction
 
 from memory.signals import memory_settings_changed
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 T = TypeVar("T")
+# A group of stored settings is a dataclass (its fields are the stored keys).
+D = TypeVar("D", bound="DataclassInstance")
 
 STRATEGIES = ("recent", "keyword", "semantic", "hybrid")
 EMBEDDING_SOURCES = ("remote", "static", "transformers", "auto")
@@ -104,12 +109,12 @@ def env_defaults() -> MemorySettings:
 Normaliser = Callable[[Any, Any], Any]
 
 
-def boolean(value, default):
+def boolean(value: object, default: bool) -> bool:
     return value if isinstance(value, bool) else default
 
 
-def clamped(lo, hi):
-    def normalise_value(value, default):
+def clamped(lo: int, hi: int) -> Normaliser:
+    def normalise_value(value: object, default: int) -> int:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
             return default
         if value in (float("inf"), float("-inf")):
@@ -119,14 +124,14 @@ def clamped(lo, hi):
     return normalise_value
 
 
-def one_of(choices):
-    def normalise_value(value, default):
+def one_of(choices: Collection[str]) -> Normaliser:
+    def normalise_value(value: Any, default: str) -> str:
         return value if value in choices else default
 
     return normalise_value
 
 
-def _model_name(value, default):
+def _model_name(value: object, default: str | None) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
@@ -134,7 +139,7 @@ def _model_name(value, default):
 FUSION_LISTS = ("vector", "fts", "session", "answerType")
 
 
-def _weights(value, default):
+def _weights(value: object, default: dict[str, float]) -> dict[str, float]:
     if not isinstance(value, dict):
         return default
     return {
@@ -176,7 +181,7 @@ class Cached(Generic[T]):
     in this process is seen by its next read; other processes see it within the TTL.
     """
 
-    def __init__(self, load: Callable[[], T]):
+    def __init__(self, load: Callable[[], T]) -> None:
         self.load = load
         self._lock = threading.Lock()
         self._cached: tuple[float, T] | None = None
@@ -191,7 +196,7 @@ class Cached(Generic[T]):
             self._cached = (now, value)
         return value
 
-    def invalidate(self, **_signal_kwargs) -> None:
+    def invalidate(self, **_signal_kwargs: Any) -> None:
         self._clear()
         if transaction.get_connection().in_atomic_block:
             transaction.on_commit(self._clear)
@@ -201,7 +206,7 @@ class Cached(Generic[T]):
             self._cached = None
 
 
-class StoredSettings(Generic[T]):
+class StoredSettings(Generic[D]):
     """One group of runtime settings: the frozen dataclass ``model``, stored in the ``Setting`` table
     as one row per field under ``prefix`` (``memory.maxTokens``).
 
@@ -214,11 +219,11 @@ class StoredSettings(Generic[T]):
         self,
         *,
         prefix: str,
-        model: type[T],
+        model: type[D],
         normalisers: dict[str, Normaliser],
-        defaults: Callable[[], T],
-        on_commit: Callable[[T], None] | None = None,
-    ):
+        defaults: Callable[[], D],
+        on_commit: Callable[[D], None] | None = None,
+    ) -> None:
         self.prefix = prefix
         self.fields = tuple(f.name for f in fields(model))
         if set(self.fields) != set(normalisers):
@@ -228,9 +233,9 @@ class StoredSettings(Generic[T]):
         self.normalisers = normalisers
         self.defaults = defaults
         self.on_commit = on_commit
-        self._cache: Cached[T] = Cached(self._read)
+        self._cache: Cached[D] = Cached(self._read)
 
-    def normalise(self, raw: dict[str, Any], defaults: T | None = None) -> T:
+    def normalise(self, raw: dict[str, Any], defaults: D | None = None) -> D:
         """Overlay the known keys of ``raw`` on ``defaults`` (the environment's), normalising each value;
         unknown keys are ignored."""
         base = defaults if defaults is not None else self.defaults()
@@ -243,13 +248,13 @@ class StoredSettings(Generic[T]):
             },
         )
 
-    def _read(self) -> T:
+    def _read(self) -> D:
         from memory.models import Setting
 
         rows = Setting.objects.filter(key__startswith=self.prefix)
         return self.normalise({row.key.removeprefix(self.prefix): row.value for row in rows})
 
-    def get(self) -> T:
+    def get(self) -> D:
         return self._cache.get()
 
     def invalidate(self) -> None:
@@ -266,14 +271,15 @@ class StoredSettings(Generic[T]):
             Setting.objects.update_or_create(key=self.prefix + name, defaults={"value": value})
         self.invalidate()
 
-    def update(self, changes: dict[str, Any]) -> T:
+    def update(self, changes: dict[str, Any]) -> D:
         """Store the given (already validated) fields and return the new settings; only the keys present
         in ``changes`` are written. ``on_commit`` gets the new settings after commit."""
         with transaction.atomic():
             self.write(changes)
             current = self.get()
-            if self.on_commit is not None:
-                transaction.on_commit(lambda: self.on_commit(current))
+            on_commit = self.on_commit
+            if on_commit is not None:
+                transaction.on_commit(lambda: on_commit(current))
         return current
 
 

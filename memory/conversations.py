@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 KINDS = ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial", "unanswerable")
 HEADER = re.compile(r"^##\s*session\s+(\d+)\s*[·|-]\s*(\d{4}-\d{2}-\d{2})\b.*$", re.IGNORECASE)
@@ -83,7 +84,7 @@ def parse_sessions(text: str, speakers: list[str], *, where: str = "sessions.txt
         if line.startswith("#"):
             continue
         match = TURN.match(line)
-        if session is None or not match:
+        if session is None or day is None or not match:
             raise FormatError(
                 f"{where}:{lineno}: expected a session header or 'Speaker: text': {line[:60]!r}"
             )
@@ -143,7 +144,7 @@ def _text(path: Path) -> str:
         raise FormatError(f"{path.parent.name}/{path.name}: {exc}") from None
 
 
-def _json(path: Path):
+def _json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -82,7 +83,7 @@ class StrategyReport:
         }
 
 
-def _avg(values) -> float:
+def _avg(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
@@ -126,7 +127,7 @@ def load_dataset(dataset: dict, *, prefix: str) -> tuple[dict[str, ApiKey], dict
 def evaluate(
     dataset: dict,
     *,
-    strategies=("keyword", "vector", "hybrid"),
+    strategies: Sequence[str] = ("keyword", "vector", "hybrid"),
     prefix: str = "eval:",
     keep: bool = False,
     served: bool = True,

@@ -9,7 +9,9 @@ class DomainError(Exception):
     status = 400
     type = "invalid_request_error"
 
-    def __init__(self, message: str, *, field: str | None = None, details: list | None = None):
+    def __init__(
+        self, message: str, *, field: str | None = None, details: list[dict[str, str]] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.details = details or ([{"field": field, "message": message}] if field else [])

@@ -59,7 +59,9 @@ class Principal:
         except ApiKey.DoesNotExist:
             raise NotFound(f"API key {api_key_id} not found", field=field) from None
 
-    def owner_filter(self, api_key_id: str | uuid.UUID | None, *, field: str = "apiKeyId"):
+    def owner_filter(
+        self, api_key_id: str | uuid.UUID | None, *, field: str = "apiKeyId"
+    ) -> frozenset[uuid.UUID] | None:
         """The owner ids a read is limited to: ``None`` means all (global callers only)."""
         if api_key_id not in (None, ""):
             owner_uuid = _parse_uuid(api_key_id, field=field)
@@ -69,11 +71,11 @@ class Principal:
         return self.owner_ids
 
 
-def _as_uuid(value: uuid.UUID | str) -> uuid.UUID:
+def _as_uuid(value: object) -> uuid.UUID:
     return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
-def _parse_uuid(value, *, field: str) -> uuid.UUID:
+def _parse_uuid(value: object, *, field: str) -> uuid.UUID:
     try:
         return _as_uuid(value)
     except (ValueError, TypeError, AttributeError):

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import transaction
 
-from memory.conf import StoredSettings, boolean, clamped, one_of, update_memory_settings
+from memory.conf import Normaliser, StoredSettings, boolean, clamped, one_of, update_memory_settings
 
 QUANTIZATIONS = ("none", "int8", "binary")
 DEFAULT_COLLECTION = "omniroute_memory"
@@ -158,11 +158,11 @@ def env_defaults() -> QdrantSettings:
     )
 
 
-def _trimmed(value, default):
+def _trimmed(value: object, default: str | None) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else default
 
 
-def _port(value, default):
+def _port(value: object, default: int) -> int:
     if isinstance(value, str):
         try:
             value = float(value.strip())
@@ -176,12 +176,12 @@ def _port(value, default):
     return port if 1 <= port <= 65535 else DEFAULT_PORT
 
 
-def _collection(value, default):
-    value = value.strip() if isinstance(value, str) else ""
-    return value if COLLECTION_RE.match(value) else default
+def _collection(value: object, default: str) -> str:
+    name = value.strip() if isinstance(value, str) else ""
+    return name if COLLECTION_RE.match(name) else default
 
 
-NORMALISERS = {
+NORMALISERS: dict[str, Normaliser] = {
     # Only the literal boolean true enables Qdrant ("true", 1 → the default, disabled).
     "enabled": boolean,
     "host": _trimmed,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.dispatch import receiver
 
@@ -13,7 +14,7 @@ logger = logging.getLogger("memory.indexing")
 
 
 @receiver(memory_settings_changed, dispatch_uid="memory.reindex_if_stale")
-def reindex_if_the_signature_changed(sender, **kwargs) -> None:
+def reindex_if_the_signature_changed(sender: object, **kwargs: Any) -> None:
     """A new embedding source, model or dimension schedules the rebuild of the vector index.
 
     The settings are already committed: a failure here must not fail their write, and the

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
+from typing import Any
 
 from django.db.models import Count, F, IntegerField, Q, QuerySet, Sum
 from django.db.models.functions import Length, TruncDate
@@ -29,13 +31,15 @@ UNFILTERED_CANDIDATES = 100
 BUDGET_WHEN_DISABLED = 2000
 
 
-def live_memories(*, now=None) -> QuerySet[Memory]:
+def live_memories(*, now: datetime | None = None) -> QuerySet[Memory]:
     """Memories that have not expired (the base of every read)."""
     now = now or timezone.now()
     return Memory.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
 
 
-def visible_memories(*, principal: Principal, owner_ids=None) -> QuerySet[Memory]:
+def visible_memories(
+    *, principal: Principal, owner_ids: Collection[uuid.UUID] | None = None
+) -> QuerySet[Memory]:
     """Live memories limited to ``owner_ids`` (already checked against the principal)
     or, when ``None``, to everything the principal may reach."""
     qs = live_memories()
@@ -45,14 +49,14 @@ def visible_memories(*, principal: Principal, owner_ids=None) -> QuerySet[Memory
     return qs
 
 
-def parse_memory_id(value) -> uuid.UUID:
+def parse_memory_id(value: object) -> uuid.UUID:
     try:
         return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
     except (ValueError, TypeError, AttributeError):
         raise ValidationFailed("id must be a UUID", field="id") from None
 
 
-def memory_get(*, principal: Principal, memory_id) -> Memory:
+def memory_get(*, principal: Principal, memory_id: str | uuid.UUID) -> Memory:
     """Return one visible memory; ``NotFound`` for unknown, expired or unreachable ids."""
     memory_uuid = parse_memory_id(memory_id)
     try:
@@ -71,14 +75,14 @@ def tokens_used(qs: QuerySet[Memory]) -> int:
 def memory_list(
     *,
     principal: Principal,
-    api_key_id=None,
+    api_key_id: str | uuid.UUID | None = None,
     type: str | None = None,
     session_id: str | None = None,
     q: str | None = None,
     page: int = 1,
     limit: int = 50,
     offset: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """A page of memories, newest first, with totals over all pages.
 
     ``offset`` wins over ``page``; the reported page is then
@@ -128,7 +132,9 @@ class Activity:
         return sum(n for _, n in self.days)
 
 
-def memory_activity(*, principal: Principal, owner_ids, days: int = 30) -> Activity:
+def memory_activity(
+    *, principal: Principal, owner_ids: Collection[uuid.UUID] | None, days: int = 30
+) -> Activity:
     """Memories created per day over the last ``days`` days, and live memories per type (2 queries)."""
     today = timezone.localdate()
     start = today - timedelta(days=days - 1)
@@ -158,7 +164,7 @@ class MemorySearch:
     hits: list[Hit]
     total_tokens: int
     strategy: str
-    resolution: dict | None
+    resolution: dict[str, Any] | None
 
 
 def memory_search(

@@ -70,7 +70,13 @@ ERROR_TYPES = {
 }
 
 
-def error_envelope(message: str, *, status_code: int, type_: str | None = None, details=None) -> dict:
+def error_envelope(
+    message: str,
+    *,
+    status_code: int,
+    type_: str | None = None,
+    details: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
     """The one JSON error shape of the API and the MCP HTTP transport:
     ``{"error": {"message": str, "type": str, "details": [{"field": str, "message": str}]}}``."""
     return {

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from django.db import connection
 
-from memory.conf import get_memory_settings
+from memory.conf import MemorySettings, get_memory_settings
 from memory.models import Memory, VectorMeta
 from memory.vectorstores import int8scan
+
+if TYPE_CHECKING:
+    # For annotations only: like engine_status, this module imports the indexing service where it runs.
+    from memory.services.indexing import VectorContext
 
 logger = logging.getLogger("memory.engine")
 
@@ -23,7 +28,7 @@ def _fts_status() -> dict:
         return {"available": False, "backend": "none", "reason": f"FTS5 probe failed: {exc}"}
 
 
-def _dimensions(ctx, meta: VectorMeta) -> int | None:
+def _dimensions(ctx: VectorContext, meta: VectorMeta) -> int | None:
     if ctx.source is None:
         return None
     if ctx.source.dim is not None:
@@ -105,7 +110,7 @@ def _qdrant_status() -> dict:
     return qdrant_health()
 
 
-def _rerank_status(settings) -> dict:
+def _rerank_status(settings: MemorySettings) -> dict:
     ref = settings.rerankProviderModel
     provider, model = ref.split("/", 1) if ref and "/" in ref else (None, ref)
     if not settings.rerankEnabled:
@@ -127,7 +132,7 @@ def _rerank_status(settings) -> dict:
 
 
 # Known embedding models and dimensions (for the provider-model picker).
-KNOWN_MODELS = {
+KNOWN_MODELS: dict[str, list[tuple[str, int | None]]] = {
     "openai": [
         ("text-embedding-3-small", 1536),
         ("text-embedding-3-large", 3072),
@@ -157,7 +162,7 @@ def embedding_providers() -> list[dict]:
         family = next(
             (name for name in KNOWN_MODELS if name in row.name.lower() or name in row.base_url), None
         )
-        models = KNOWN_MODELS.get(family, [])
+        models = KNOWN_MODELS[family] if family else []
         providers.append(
             {
                 "provider": row.name,

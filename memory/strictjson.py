@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, NoReturn
 
 
 class NumberOutOfRange(ValueError):
     """A number beyond a double; ``field`` is the key it was given under, when it was an object's."""
 
-    def __init__(self, text: str, field: str | None = None):
+    def __init__(self, text: str, field: str | None = None) -> None:
         self.text = text[:40]
         self.field = field
         where = f"'{field}': " if field else ""
@@ -23,7 +23,7 @@ class _Overflow(float):
     text = ""
 
 
-def _reject_constant(name: str):
+def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
 
@@ -41,7 +41,7 @@ def loads(raw: str | bytes) -> Any:
         marker.text = text
         return marker
 
-    def object_pairs(pairs: list[tuple[str, Any]]) -> dict:
+    def object_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         for key, value in pairs:
             if isinstance(value, _Overflow):
                 raise NumberOutOfRange(value.text, field=key)

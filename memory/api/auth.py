@@ -6,6 +6,8 @@ them and turn their errors into DRF's (so a 401 carries ``WWW-Authenticate``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from rest_framework import authentication, exceptions, permissions
 
 from memory.exceptions import PermissionDenied
@@ -19,6 +21,11 @@ from memory.services.auth import (
     require_scope,
 )
 
+if TYPE_CHECKING:
+    # For annotations only: DRF imports this module while rest_framework.views is being imported.
+    from rest_framework.request import Request
+    from rest_framework.views import APIView
+
 
 class TokenUser:
     """The ``request.user`` of a token-authenticated request."""
@@ -29,7 +36,7 @@ class TokenUser:
     is_superuser = False
     is_anonymous = False
 
-    def __init__(self, token: ManagementToken):
+    def __init__(self, token: ManagementToken) -> None:
         self.token = token
         self.pk = None
         self.username = f"token:{token.name}"
@@ -41,7 +48,7 @@ class TokenUser:
 class ManagementTokenAuthentication(authentication.BaseAuthentication):
     """``Authorization: Bearer <token>``; no bearer value leaves the request to the next class."""
 
-    def authenticate(self, request):
+    def authenticate(self, request: Request) -> tuple[TokenUser, Principal] | None:
         secret = bearer_secret(request.META.get("HTTP_AUTHORIZATION"))
         if secret is None:
             return None
@@ -53,7 +60,7 @@ class ManagementTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.PermissionDenied(exc.message) from None
         return TokenUser(token), principal
 
-    def authenticate_header(self, request):
+    def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="omniroute"'
 
 
@@ -61,7 +68,7 @@ class StaffSessionAuthentication(authentication.SessionAuthentication):
     """A logged-in staff user (the Studio): global, admin if superuser, else write. A session of
     anyone else is no credential here: the request stays anonymous."""
 
-    def authenticate(self, request):
+    def authenticate(self, request: Request) -> tuple[Any, Principal] | None:
         result = super().authenticate(request)
         if result is None:
             return None
@@ -76,7 +83,7 @@ class HasScope(permissions.BasePermission):
     """Reads need ``read``, writes ``write``; a view may set ``required_scopes``
     (a dict of HTTP method → scope) to ask for more."""
 
-    def has_permission(self, request, view):
+    def has_permission(self, request: Request, view: APIView) -> bool:
         principal = request.auth
         if not isinstance(principal, Principal):
             raise exceptions.NotAuthenticated("Authentication required")

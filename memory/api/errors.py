@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, JsonResponse
@@ -18,9 +19,9 @@ from memory.shapes import error_envelope as envelope
 logger = logging.getLogger("memory.api")
 
 
-def flatten_details(detail, prefix: str = "") -> list[dict]:
+def flatten_details(detail: object, prefix: str = "") -> list[dict[str, str]]:
     """Turn DRF's nested ``ValidationError.detail`` into ``[{field, message}]``."""
-    out: list[dict] = []
+    out: list[dict[str, str]] = []
     if isinstance(detail, dict):
         for key, value in detail.items():
             name = prefix if key == "non_field_errors" else (f"{prefix}.{key}" if prefix else str(key))
@@ -37,7 +38,7 @@ def flatten_details(detail, prefix: str = "") -> list[dict]:
     return out
 
 
-def exception_handler(exc, context):
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     if isinstance(exc, DomainError):
         return Response(
             envelope(exc.message, status_code=exc.status, type_=exc.type, details=exc.details),
@@ -57,11 +58,14 @@ def exception_handler(exc, context):
         )
         return Response(envelope(message, status_code=400, details=details), status=400)
     if isinstance(exc, exceptions.APIException):
-        headers = {}
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header
-        if getattr(exc, "wait", None):
-            headers["Retry-After"] = str(int(exc.wait))
+        # Set on the exception by DRF's views (a 401's challenge) and by Throttled.
+        headers: dict[str, str] = {}
+        auth_header = getattr(exc, "auth_header", None)
+        if auth_header:
+            headers["WWW-Authenticate"] = auth_header
+        wait = getattr(exc, "wait", None)
+        if wait:
+            headers["Retry-After"] = str(int(wait))
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         return Response(
             envelope(str(detail), status_code=exc.status_code), status=exc.status_code, headers=headers
@@ -74,6 +78,8 @@ def exception_handler(exc, context):
     )
 
 
-def json_error(message: str, *, status_code: int, details=None) -> JsonResponse:
+def json_error(
+    message: str, *, status_code: int, details: list[dict[str, str]] | None = None
+) -> JsonResponse:
     """The same envelope for plain Django views (404/500 handlers, middleware)."""
     return JsonResponse(envelope(message, status_code=status_code, details=details), status=status_code)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import IO, Any
+
 from django.conf import settings
 from rest_framework import exceptions, parsers
 
@@ -21,7 +24,12 @@ class BoundedJSONParser(parsers.JSONParser):
     so the limit is enforced here.
     """
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(
+        self,
+        stream: IO[Any] | None,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
         limit = settings.OMNIROUTE_MAX_BODY_BYTES
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None

@@ -90,7 +90,9 @@ class MemoryListStatsSerializer(serializers.Serializer):
 
 
 class MemoryListResponseSerializer(serializers.Serializer):
-    data = MemorySerializer(many=True)
+    # DRF's metaclass takes declared fields off the class, so these names (the JSON keys) shadow nothing
+    # at run time; the stubs do not model that and see Serializer.data, Field.label and Field.source.
+    data = MemorySerializer(many=True)  # type: ignore[assignment]
     total = serializers.IntegerField()
     page = serializers.IntegerField()
     limit = serializers.IntegerField()
@@ -149,7 +151,7 @@ class MemorySettingsResponseSerializer(MemorySettingsSerializer):
     """Every memory setting, as ``PUT`` takes them (``customApiKey`` masked). Derived from the input
     serializer so that the two cannot drift; an answer always carries every field."""
 
-    def get_fields(self):
+    def get_fields(self) -> dict[str, serializers.Field]:
         fields = super().get_fields()
         for field in fields.values():
             field.required = True
@@ -240,7 +242,7 @@ class QdrantCleanupResultSerializer(serializers.Serializer):
 
 class ChoiceSerializer(serializers.Serializer):
     value = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a JSON key: see MemoryListResponseSerializer
 
 
 class QdrantEmbeddingModelsSerializer(serializers.Serializer):
@@ -267,7 +269,7 @@ class CacheStatsSerializer(CacheCountsSerializer):
 
 
 class EmbeddingStatusSerializer(serializers.Serializer):
-    source = serializers.CharField(allow_null=True)
+    source = serializers.CharField(allow_null=True)  # type: ignore[assignment]  # see MemoryListResponseSerializer
     model = serializers.CharField(allow_null=True)
     dimensions = serializers.IntegerField(allow_null=True)
     signature = serializers.CharField()

@@ -5,6 +5,8 @@ What the routes answer is documented by :mod:`memory.api.responses`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -18,7 +20,7 @@ from memory.services.memories import content_problem
 class StrictSerializer(serializers.Serializer):
     """Rejects fields it does not declare, and non-object bodies, with a named field."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: object) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise serializers.ValidationError(
                 {"non_field_errors": [f"Expected a JSON object, got {type(data).__name__}"]}
@@ -27,6 +29,9 @@ class StrictSerializer(serializers.Serializer):
         try:
             value = super().to_internal_value(data)
         except serializers.ValidationError as exc:
+            # DRF reports a body's errors by field (a dict); anything else has nothing to merge with.
+            if not isinstance(exc.detail, dict):
+                raise
             raise serializers.ValidationError({**exc.detail, **errors}) from None
         if errors:
             raise serializers.ValidationError(errors)
@@ -36,11 +41,11 @@ class StrictSerializer(serializers.Serializer):
 class ContentField(serializers.CharField):
     """Memory text: non-blank, at most ``MEMORY_MAX_CONTENT_BYTES`` UTF-8 bytes."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: object) -> str:
         if not isinstance(data, str):
             raise serializers.ValidationError("Must be a string.")
         value = super().to_internal_value(data)
@@ -53,21 +58,23 @@ class ContentField(serializers.CharField):
 class StrictCharField(serializers.CharField):
     """A CharField that refuses numbers and booleans instead of stringifying them."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: object) -> str:
         if not isinstance(data, str):
             raise serializers.ValidationError("Must be a string.")
         return super().to_internal_value(data)
 
 
 class JSONObjectField(serializers.JSONField):
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: object) -> dict[str, Any]:
         if not isinstance(data, dict):
             raise serializers.ValidationError("Must be a JSON object.")
-        return super().to_internal_value(data)
+        # JSONField refuses what does not serialise and gives a parsed value back as it came.
+        super().to_internal_value(data)
+        return data
 
 
 class StrictBooleanField(serializers.BooleanField):
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: object) -> bool:
         if not isinstance(data, bool):
             raise serializers.ValidationError("Must be true or false.")
         return data
@@ -77,7 +84,7 @@ class BoundedIntegerField(serializers.IntegerField):
     """An integer that is never open-ended: without a ``max_value`` of its own it stops at
     ``MAX_POSITION`` (SQLite's 64-bit integers would otherwise overflow in the query, a 500)."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("max_value", MAX_POSITION)
         super().__init__(**kwargs)
 
@@ -85,7 +92,7 @@ class BoundedIntegerField(serializers.IntegerField):
 class StrictIntegerField(BoundedIntegerField):
     """A JSON integer: strings, booleans and fractions are refused rather than coerced."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or (isinstance(data, float) and not data.is_integer()):
             raise serializers.ValidationError("Must be an integer.")
         if isinstance(data, str):
@@ -110,7 +117,7 @@ class MemoryCreateSerializer(StrictSerializer, MemoryFieldsMixin):
 class MemoryUpdateSerializer(StrictSerializer, MemoryFieldsMixin):
     content = ContentField(required=False)
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs:
             raise serializers.ValidationError({"non_field_errors": ["Give at least one field to change."]})
         return attrs
@@ -123,11 +130,11 @@ class RawListField(serializers.Field):
     ``JSONField`` would re-serialise every item only to check it is JSON.
     """
 
-    def __init__(self, *, max_length: int, **kwargs):
+    def __init__(self, *, max_length: int, **kwargs: Any) -> None:
         self.max_length = max_length
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: object) -> list[Any]:
         if not isinstance(data, list):
             raise serializers.ValidationError("Must be a JSON array.")
         if not data:
@@ -138,7 +145,7 @@ class RawListField(serializers.Field):
             )
         return data
 
-    def to_representation(self, value):
+    def to_representation(self, value: list[Any]) -> list[Any]:
         return value
 
 
@@ -164,10 +171,11 @@ class MemoryListQuerySerializer(serializers.Serializer):
 class ProviderModelField(StrictCharField):
     """``provider/model`` or null; blank means null."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         super().__init__(required=False, allow_null=True, allow_blank=True, max_length=300, **kwargs)
 
-    def to_internal_value(self, data):
+    # The stubs type every CharField's value as str; this one's blank is None (allow_null).
+    def to_internal_value(self, data: object) -> str | None:  # type: ignore[override]
         value = super().to_internal_value(data)
         return value.strip() or None
 
@@ -199,10 +207,10 @@ class MemorySettingsSerializer(StrictSerializer):
         child=serializers.FloatField(min_value=0, max_value=10), required=False
     )
 
-    def validate_customBaseUrl(self, value):
+    def validate_customBaseUrl(self, value: str | None) -> str | None:
         return value or None
 
-    def validate_rrfWeights(self, value):
+    def validate_rrfWeights(self, value: dict[str, float]) -> dict[str, float]:
         unknown = set(value) - set(conf.FUSION_LISTS)
         if unknown:
             raise serializers.ValidationError(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers, status
+from rest_framework import exceptions, serializers, status
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -12,7 +15,7 @@ from memory.api import responses as r
 from memory.api import serializers as s
 from memory.embeddings.runtime import cache_stats
 from memory.exceptions import PermissionDenied
-from memory.models import TokenScope
+from memory.models import ApiKey, TokenScope
 from memory.principals import Principal
 from memory.services.memories import (
     MemoryInput,
@@ -28,7 +31,11 @@ from memory.shapes import memory_json
 class MemoryAPIView(APIView):
     @property
     def principal(self) -> Principal:
-        return self.request.auth
+        # HasScope has already refused a request without one; this says so to the type checker too.
+        auth = self.request.auth
+        if not isinstance(auth, Principal):
+            raise exceptions.NotAuthenticated("Authentication required")
+        return auth
 
 
 class MemoryCollectionView(MemoryAPIView):
@@ -38,7 +45,7 @@ class MemoryCollectionView(MemoryAPIView):
         operation_id="memory_list",
         summary="List memories (newest first) with totals",
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         query = s.MemoryListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
@@ -61,7 +68,7 @@ class MemoryCollectionView(MemoryAPIView):
         responses={200: r.MemoryCreatedSerializer, 201: r.MemoryCreatedSerializer, **r.errors(400, 404, 413)},
         summary="Create a memory, or update the one with the same key (200)",
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         body = s.MemoryCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -73,7 +80,7 @@ class MemoryCollectionView(MemoryAPIView):
         )
 
 
-def _cache_stats() -> dict:
+def _cache_stats() -> dict[str, Any]:
     """Embedding-cache statistics for ``stats`` (reference §7.2; real counters here, L17)."""
     stats = cache_stats()
     return {"hitRate": stats["hitRate"], "cacheStats": {"hits": stats["hits"], "misses": stats["misses"]}}
@@ -85,14 +92,14 @@ class MemoryBulkView(MemoryAPIView):
         responses={200: r.MemoryBulkResultSerializer, **r.errors(400, 404, 413)},
         summary="Create or upsert many memories in one transaction",
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         envelope = s.BulkSerializer(data=request.data)
         envelope.is_valid(raise_exception=True)
         # One serializer instance validates every item: DRF deep-copies its
         # fields per instance, which dominated the cost of 10k-item batches.
         validator = s.MemoryCreateSerializer()
-        errors: dict[str, object] = {}
-        validated = []
+        errors: dict[str, list[Any] | dict[str, Any]] = {}
+        validated: list[dict[str, Any]] = []
         for index, raw in enumerate(envelope.validated_data["memories"]):
             try:
                 validated.append(validator.run_validation(raw))
@@ -100,8 +107,8 @@ class MemoryBulkView(MemoryAPIView):
                 errors[f"memories[{index}]"] = exc.detail
         if errors:
             raise serializers.ValidationError(errors)
-        owners: dict = {}
-        inputs = []
+        owners: dict[str | None, ApiKey] = {}
+        inputs: list[MemoryInput] = []
         for index, data in enumerate(validated):
             owner_ref = data.get("apiKeyId") or None
             if owner_ref not in owners:
@@ -114,7 +121,7 @@ class MemoryBulkView(MemoryAPIView):
 
 class MemoryDetailView(MemoryAPIView):
     @extend_schema(responses={200: r.MemoryReplySerializer, **r.errors(400, 404)}, operation_id="memory_get")
-    def get(self, request, memory_id):
+    def get(self, request: Request, memory_id: str) -> Response:
         memory = selectors.memory_get(principal=self.principal, memory_id=memory_id)
         return Response({"memory": memory_json(memory)})
 
@@ -122,7 +129,7 @@ class MemoryDetailView(MemoryAPIView):
         request=s.MemoryUpdateSerializer,
         responses={200: r.MemoryUpdatedSerializer, **r.errors(400, 404, 409, 413)},
     )
-    def put(self, request, memory_id):
+    def put(self, request: Request, memory_id: str) -> Response:
         body = s.MemoryUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         memory = selectors.memory_get(principal=self.principal, memory_id=memory_id)
@@ -132,7 +139,7 @@ class MemoryDetailView(MemoryAPIView):
     patch = put
 
     @extend_schema(responses={200: r.SuccessSerializer, **r.errors(400, 404)})
-    def delete(self, request, memory_id):
+    def delete(self, request: Request, memory_id: str) -> Response:
         memory = selectors.memory_get(principal=self.principal, memory_id=memory_id)
         memory_delete(memory)
         return Response({"success": True})
@@ -142,14 +149,14 @@ class MemorySettingsView(MemoryAPIView):
     required_scopes = {"PUT": TokenScope.ADMIN, "PATCH": TokenScope.ADMIN}
 
     @extend_schema(responses={200: r.MemorySettingsResponseSerializer, **r.errors()})
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response(conf.get_memory_settings().as_dict())
 
     @extend_schema(
         request=s.MemorySettingsSerializer,
         responses={200: r.MemorySettingsResponseSerializer, **r.errors(400)},
     )
-    def put(self, request):
+    def put(self, request: Request) -> Response:
         if not self.principal.is_global:
             raise PermissionDenied("Settings are global: a token bound to API keys cannot change them")
         body = s.MemorySettingsSerializer(data=request.data)

@@ -6,10 +6,11 @@ import logging
 
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memory.api.errors import json_error
@@ -37,7 +38,7 @@ class SummarizeView(MemoryAPIView):
         operation_id="memory_summarize",
         summary="Replace memories older than N days by one summary memory per API key",
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         body = SummarizeSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -67,13 +68,14 @@ class SummarizeView(MemoryAPIView):
             }
         )
 
-    def _owners(self, api_key_id) -> list[ApiKey]:
+    def _owners(self, api_key_id: str | None) -> list[ApiKey]:
         """The owners to summarise, each separately: the named one, or all this caller may reach."""
         if api_key_id is not None:
             return [self.principal.resolve_owner(api_key_id)]
         owners = summarizable_owners()
-        if not self.principal.is_global:
-            owners = owners.filter(pk__in=list(self.principal.owner_ids))
+        owner_ids = self.principal.owner_ids
+        if owner_ids is not None:
+            owners = owners.filter(pk__in=list(owner_ids))
         return list(owners)
 
 
@@ -83,7 +85,7 @@ class HealthView(MemoryAPIView):
         operation_id="memory_health",
         summary="Run write, FTS, vector, read and delete on a private probe owner",
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response(run_health_check())
 
 
@@ -103,7 +105,7 @@ def _pending_migrations() -> bool:
 
 
 @require_GET
-def healthz(request):
+def healthz(request: HttpRequest) -> JsonResponse:
     """For load balancers: 200 when the database answers and is migrated, else 503. No auth, no data."""
     try:
         with connection.cursor() as cursor:
@@ -123,7 +125,7 @@ def healthz(request):
 
 
 @csrf_exempt
-def mcp_without_asgi(request):
+def mcp_without_asgi(request: HttpRequest) -> JsonResponse:
     """``/mcp`` reached Django itself: MCP over HTTP is answered by ``omniroute.asgi``, in front of Django,
     so this process serves Django without it (WSGI, or a test client)."""
     return json_error(

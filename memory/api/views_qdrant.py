@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memory import qdrant_conf
@@ -37,7 +38,7 @@ class QdrantSettingsSerializer(StrictSerializer):
     apiKey = StrictCharField(required=False, allow_blank=True, max_length=500)
     timeoutSeconds = StrictIntegerField(required=False, min_value=1, max_value=300)
 
-    def validate_host(self, value):
+    def validate_host(self, value: str) -> str:
         mode = qdrant_conf.host_mode(value)
         if mode == "path" and not qdrant_conf.local_path_allowed(value):
             raise serializers.ValidationError("A local Qdrant directory must be inside the data directory.")
@@ -47,12 +48,12 @@ class QdrantSettingsSerializer(StrictSerializer):
                 raise serializers.ValidationError(problem)
         return value
 
-    def validate_collection(self, value):
+    def validate_collection(self, value: str) -> str:
         if not qdrant_conf.COLLECTION_RE.match(value):
             raise serializers.ValidationError("Use 1-100 letters, digits, '_' or '-'.")
         return value
 
-    def validate_embeddingModel(self, value):
+    def validate_embeddingModel(self, value: str) -> str:
         # B18: "text-embedding-3-small" without its provider used to fail only at use time.
         if value != "auto" and "/" not in value.strip("/"):
             raise serializers.ValidationError("Use 'auto' or the provider/model format.")
@@ -75,13 +76,13 @@ class QdrantSettingsView(MemoryAPIView):
     @extend_schema(
         responses={200: r.QdrantSettingsResponseSerializer, **r.errors()}, operation_id="qdrant_settings_get"
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response(qdrant_conf.get_qdrant_settings().as_public_dict())
 
     @extend_schema(
         request=QdrantSettingsSerializer, responses={200: r.QdrantSettingsResponseSerializer, **r.errors(400)}
     )
-    def put(self, request):
+    def put(self, request: Request) -> Response:
         if not self.principal.is_global:
             raise PermissionDenied("Settings are global: a token bound to API keys cannot change them")
         body = QdrantSettingsSerializer(data=request.data)
@@ -94,7 +95,7 @@ class QdrantSettingsView(MemoryAPIView):
 
 class QdrantHealthView(MemoryAPIView):
     @extend_schema(responses={200: r.QdrantHealthSerializer, **r.errors()})
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         return Response(qdrant_check().as_dict())
 
 
@@ -105,7 +106,7 @@ class QdrantSearchView(MemoryAPIView):
     @extend_schema(
         request=QdrantSearchSerializer, responses={200: r.QdrantSearchResultSerializer, **r.errors(400, 404)}
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         body = QdrantSearchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -119,7 +120,7 @@ class QdrantCleanupView(MemoryAPIView):
     @extend_schema(
         request=QdrantCleanupSerializer, responses={200: r.QdrantCleanupResultSerializer, **r.errors(400)}
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         if not self.principal.is_global:
             raise PermissionDenied("Cleanup spans every owner: a token bound to API keys cannot run it")
         body = QdrantCleanupSerializer(data=request.data)
@@ -130,7 +131,7 @@ class QdrantCleanupView(MemoryAPIView):
 
 class QdrantEmbeddingModelsView(MemoryAPIView):
     @extend_schema(responses={200: r.QdrantEmbeddingModelsSerializer, **r.errors()})
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         models = {
             "auto": "auto - the memory embedding source",
             "openai/text-embedding-3-small": "openai/text-embedding-3-small - text-embedding-3-small",

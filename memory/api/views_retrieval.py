@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memory.api import responses as r
@@ -70,7 +71,7 @@ class RetrievePreviewView(MemoryAPIView):
     @extend_schema(
         request=PreviewSerializer, responses={200: PreviewResponseSerializer, **r.errors(400, 404)}
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         body = PreviewSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -97,7 +98,7 @@ class ReindexView(MemoryAPIView):
     required_scopes = {"POST": "admin"}
 
     @extend_schema(request=ReindexSerializer, responses={200: r.ReindexStartedSerializer, **r.errors(400)})
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         from memory.services.indexing import reindex_start
 
         body = ReindexSerializer(data=request.data)
@@ -108,7 +109,7 @@ class ReindexView(MemoryAPIView):
 
 class EngineStatusView(MemoryAPIView):
     @extend_schema(responses={200: r.EngineStatusSerializer, **r.errors()})
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         from memory.status import engine_status
 
         return Response(engine_status())
@@ -116,7 +117,7 @@ class EngineStatusView(MemoryAPIView):
 
 class EmbeddingProvidersView(MemoryAPIView):
     @extend_schema(responses={200: r.EmbeddingProvidersSerializer, **r.errors()})
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         from memory.status import embedding_providers
 
         return Response({"providers": embedding_providers()})

@@ -23,11 +23,13 @@ import asyncio
 import json
 import logging
 import weakref
+from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
 from django.conf import settings as django_settings
 from django.http.request import split_domain_port, validate_host
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from memory.exceptions import PermissionDenied
@@ -37,6 +39,10 @@ from memory.services.auth import Unauthenticated, bearer_secret
 
 # The API's one error envelope, so that a refused /mcp request reads like any other API error.
 from memory.shapes import error_envelope as envelope
+
+if TYPE_CHECKING:
+    # The ASGI types of the SDK's session manager (Starlette's; it comes with the SDK).
+    from starlette.types import Receive, Scope, Send
 
 logger = logging.getLogger("memory.mcp")
 
@@ -75,9 +81,9 @@ class _ManagerRunner:
     def __init__(self) -> None:
         self.ready = asyncio.Event()
         self.stop = asyncio.Event()
-        self.manager = None
+        self.manager: StreamableHTTPSessionManager | None = None
         self.error: BaseException | None = None
-        self.task: asyncio.Task | None = None
+        self.task: asyncio.Task[None] | None = None
 
     async def run(self) -> None:
         try:
@@ -104,7 +110,11 @@ class _ManagerRunner:
             self.ready.set()
 
 
-def _json(status: int, message: str, headers: dict[str, str] | None = None) -> tuple[int, list, bytes]:
+# An answer of our own: status, raw ASGI headers, body.
+RawResponse = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+
+def _json(status: int, message: str, headers: dict[str, str] | None = None) -> RawResponse:
     body = json.dumps(envelope(message, status_code=status)).encode()
     raw_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw_headers += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
@@ -115,9 +125,11 @@ class McpHttpApp:
     """ASGI app for ``/mcp``: checks the host and the bearer token, then hands over to the SDK."""
 
     def __init__(self) -> None:
-        self._runners: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._runners: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _ManagerRunner] = (
+            weakref.WeakKeyDictionary()
+        )
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         outcome = await self._authenticate(scope)
         if not isinstance(outcome, Principal):
             status, headers, body = outcome
@@ -127,7 +139,7 @@ class McpHttpApp:
         manager = await self._manager()
         await manager.handle_request({**scope, PRINCIPAL_SCOPE_KEY: outcome}, receive, send)
 
-    async def _authenticate(self, scope) -> Principal | tuple[int, list, bytes]:
+    async def _authenticate(self, scope: Scope) -> Principal | RawResponse:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         domain, _port = split_domain_port(headers.get("host", ""))
         allowed = django_settings.ALLOWED_HOSTS
@@ -145,7 +157,7 @@ class McpHttpApp:
         except PermissionDenied as exc:  # a read/write token bound to no API key
             return _json(403, exc.message)
 
-    async def _manager(self):
+    async def _manager(self) -> StreamableHTTPSessionManager:
         loop = asyncio.get_running_loop()
         runner = self._runners.get(loop)
         if runner is None or (runner.task is not None and runner.task.done()):

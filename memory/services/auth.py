@@ -13,6 +13,7 @@ in lists). ``last_used_at`` follows one rule for both kinds of credential, :func
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.db.models import Q
 from django.utils import timezone
@@ -20,6 +21,9 @@ from django.utils import timezone
 from memory.exceptions import DomainError, PermissionDenied
 from memory.models import ApiKey, ManagementToken, TokenScope, hash_secret
 from memory.principals import Principal, for_api_key
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
@@ -98,7 +102,7 @@ def authenticate_token(secret: str, *, now: datetime | None = None) -> tuple[Man
     return token, Principal(scope=token.scope, owner_ids=owners or None, label=f"token:{token.pk}")
 
 
-def principal_for_staff(user) -> Principal:
+def principal_for_staff(user: User | AnonymousUser) -> Principal:
     """The principal of a logged-in staff user (the Studio, or the API with a session): every owner,
     admin scope for a superuser, write otherwise. Raises :class:`Unauthenticated` for anyone else."""
     if not (user.is_authenticated and user.is_active and user.is_staff):

@@ -121,7 +121,7 @@ def _facts(user_text: str, assistant_text: str) -> list[Fact]:
 MAX_SESSIONS_RECORDED = 50
 
 
-def _sessions_seen(first: str, metadata, session_id: str) -> list[str]:
+def _sessions_seen(first: str, metadata: object, session_id: str) -> list[str]:
     """The sessions a fact was seen in, by when it was last seen there, the latest last (at most
     ``MAX_SESSIONS_RECORDED``)."""
     known = metadata.get("sessions") if isinstance(metadata, dict) else None

@@ -60,7 +60,7 @@ def probe_owner() -> ApiKey:
 class _Probe:
     """State shared by the stages of one run."""
 
-    def __init__(self, owner: ApiKey):
+    def __init__(self, owner: ApiKey) -> None:
         self.owner = owner
         self.token = "probe" + secrets.token_hex(8)
         self.key = PROBE_KEY_PREFIX + self.token
@@ -75,13 +75,13 @@ class _Probe:
         )
 
     def fts(self) -> None:
-        self._need_memory()
+        memory = self._need_memory()
         hits = fts_search(query=self.token, owner_ids=[self.owner.pk.hex], limit=5, now=timezone.now())
-        if not any(hit.seq == self.memory.seq for hit in hits):
+        if not any(hit.seq == memory.seq for hit in hits):
             raise RuntimeError("the probe memory was not found by full-text search")
 
     def vector(self) -> None:
-        self._need_memory()
+        memory = self._need_memory()
         settings = get_memory_settings()
         ctx = vector_context(settings)
         if ctx.source is None:
@@ -96,16 +96,16 @@ class _Probe:
             raise RuntimeError(
                 f"an embedding source is configured but no vector store is usable: {ctx.reason}"
             )
-        if index_memories([self.memory], ctx) != 1:
+        if index_memories([memory], ctx) != 1:
             raise RuntimeError("the probe memory could not be indexed")
         query = ctx.source.embed_one(self.content)
         hits = ctx.store.search(owner_ids=[str(self.owner.pk)], vector=query, k=3)
-        if not any(hit.seq == self.memory.seq for hit in hits):
+        if not any(hit.seq == memory.seq for hit in hits):
             raise RuntimeError(f"the probe memory was not found by vector search ({ctx.store_name})")
 
     def read(self) -> None:
-        self._need_memory()
-        row = Memory.objects.filter(seq=self.memory.seq).values_list("content", flat=True).first()
+        memory = self._need_memory()
+        row = Memory.objects.filter(seq=memory.seq).values_list("content", flat=True).first()
         if row != self.content:
             raise RuntimeError("the probe memory did not read back as written")
 
@@ -119,9 +119,10 @@ class _Probe:
         stale = Memory.objects.filter(owner=self.owner, created_at__lt=timezone.now() - STALE_PROBE_AGE)
         delete_memories(Memory.objects.filter(owner=self.owner, key=self.key) | stale)
 
-    def _need_memory(self) -> None:
+    def _need_memory(self) -> Memory:
         if self.memory is None:
             raise StageSkipped("the write stage failed")
+        return self.memory
 
 
 def _ms(started: float) -> float:

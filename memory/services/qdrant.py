@@ -9,6 +9,8 @@ reports, is decided here. Settings writes are
 from __future__ import annotations
 
 import logging
+import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from memory.conf import get_memory_settings
@@ -48,7 +50,7 @@ def qdrant_check() -> QdrantCheck:
     return QdrantCheck(configured=True, ok=result.ok, latency_ms=result.latency_ms, error=result.error)
 
 
-def qdrant_search(*, query: str, top_k: int, owner_ids) -> dict:
+def qdrant_search(*, query: str, top_k: int, owner_ids: Collection[uuid.UUID] | None) -> dict:
     """The memories nearest to ``query`` in Qdrant, limited to ``owner_ids`` (None = every owner):
     ``{ok, results, latencyMs?, collection?, error?}``; a failure is ``ok: false``, never raised."""
     return search_memories(query=query, top_k=top_k, owner_ids=owner_ids)

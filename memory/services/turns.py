@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from django.db import connection
+from django.db.backends.utils import CursorWrapper
 
 # ``rows`` is an SQL condition on ``m``, the memories being linked.
 LINK_SQL = (
@@ -36,7 +37,7 @@ def link_turns(seqs: Sequence[int]) -> int:
         return cursor.rowcount
 
 
-def link_turns_above(cursor, floor: int) -> int:
+def link_turns_above(cursor: CursorWrapper, floor: int) -> int:
     """Link every memory above ``floor`` (a bulk insert's rows), on ``cursor``."""
     cursor.execute(LINK_SQL.format(rows="m.seq > %s"), [floor])
     return cursor.rowcount

@@ -45,7 +45,7 @@ def write_accesses(counts: dict[int, tuple[int, datetime]]) -> None:
 class AccessRecorder:
     """Gathers accesses and writes them on its own thread (see the module docstring)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: dict[int, tuple[int, datetime]] = {}
         self._since: float | None = None  # when the oldest unwritten access was gathered
@@ -67,10 +67,12 @@ class AccessRecorder:
 
     @staticmethod
     def _deferrable() -> bool:
+        # The stubs type the default connection as the base wrapper; a "sqlite" vendor is Django's
+        # SQLite wrapper, which has is_in_memory_db() (the proxy defeats an isinstance check).
         return (
             settings.MEMORY_ACCESS_FLUSH_SECONDS > 0
             and not connection.in_atomic_block
-            and not (connection.vendor == "sqlite" and connection.is_in_memory_db())
+            and not (connection.vendor == "sqlite" and connection.is_in_memory_db())  # type: ignore[attr-defined]
         )
 
     def pending(self) -> int:

@@ -5,6 +5,7 @@ written to <data dir>/first-run-credentials.txt (mode 600) and printed once.
 """
 
 import secrets
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -16,7 +17,7 @@ from memory.models import ApiKey, ManagementToken, TokenScope
 class Command(BaseCommand):
     help = "Create the first admin user, API key and admin token if none exist."
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         User = get_user_model()
         if User.objects.filter(is_superuser=True).exists():
             self.stdout.write("Admin user exists; nothing to bootstrap.")

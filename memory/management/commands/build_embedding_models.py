@@ -1,9 +1,10 @@
 """Build the local embedding models into MEMORY_MODELS_DIR (idempotent; offline)."""
 
 import time
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.bounds import MAX_THREADS, int_option
 from memory.embeddings import runtime
@@ -15,7 +16,7 @@ class Command(BaseCommand):
         "static table distilled from it. Does nothing when both are already built."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--fast", action="store_true", help="also build the int8 per-channel variant")
         parser.add_argument("--skip-static", action="store_true", help="build only the ONNX model")
         parser.add_argument(
@@ -25,7 +26,7 @@ class Command(BaseCommand):
             help=f"threads for the static distillation (1..{MAX_THREADS}, default 2)",
         )
 
-    def handle(self, *args, fast, skip_static, threads, **options):
+    def handle(self, *args: Any, fast: bool, skip_static: bool, threads: int, **options: Any) -> None:
         from memory.embeddings.build import (
             ModelBuildError,
             build_minilm_onnx,

@@ -1,6 +1,7 @@
 import uuid
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.exceptions import ValidationFailed
 from memory.models import ApiKey, ManagementToken, TokenScope
@@ -12,15 +13,15 @@ class Command(BaseCommand):
         "admin token may go without --owner (it is then global). Prints id=<id>, then the secret alone."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--name", required=True)
         parser.add_argument("--scope", choices=[s.value for s in TokenScope], default="read")
         parser.add_argument("--owner", action="append", default=[], help="API key id (repeatable)")
 
-    def handle(self, *args, name, scope, owner, **options):
+    def handle(self, *args: Any, name: str, scope: str, owner: list[str], **options: Any) -> None:
         if not name.strip():
             raise CommandError("--name must not be blank")
-        owners = []
+        owners: list[ApiKey] = []
         for raw in owner:
             try:
                 owners.append(ApiKey.objects.get(pk=uuid.UUID(raw)))

@@ -2,9 +2,10 @@
 
 import json as jsonlib
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory import conversations
 from memory.conf import get_memory_settings
@@ -23,7 +24,7 @@ def default_datasets() -> list[Path]:
     return [path for path in candidates if path.exists()]
 
 
-def read_dataset(path: Path) -> dict:
+def read_dataset(path: Path) -> dict[str, Any]:
     """A ``shared/eval`` JSON file, one conversation directory, or a directory of conversations."""
     if path.is_dir():
         found = (
@@ -41,7 +42,7 @@ def read_dataset(path: Path) -> dict:
         if not isinstance(data.get(name), list):
             raise CommandError(f"dataset {path} has no '{name}' list")
     owners = set(data["owners"])
-    fields = {
+    fields: dict[str, dict[str, type]] = {
         "memories": {"id": str, "owner": str, "content": str},
         "queries": {"owner": str, "query": str, "kind": str, "relevant": list},
     }
@@ -64,7 +65,7 @@ def read_dataset(path: Path) -> dict:
 class Command(BaseCommand):
     help = "Load labelled datasets under temporary owners, run every strategy, print recall tables."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "datasets",
             nargs="*",
@@ -82,7 +83,16 @@ class Command(BaseCommand):
             "--no-served", action="store_true", help="skip the gateway-floor pass (served / given nothing)"
         )
 
-    def handle(self, *args, datasets, strategies, json: bool, keep, no_served, **options):
+    def handle(
+        self,
+        *args: Any,
+        datasets: list[Path],
+        strategies: str,
+        json: bool,
+        keep: bool,
+        no_served: bool,
+        **options: Any,
+    ) -> None:
         paths = datasets or default_datasets()
         if not paths:
             raise CommandError("no dataset given and no dev set found")

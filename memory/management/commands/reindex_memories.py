@@ -1,8 +1,9 @@
 """Embed every memory whose vector is missing or stale, with a progress bar."""
 
 import sys
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.bounds import MAX_POSITION, int_option
 from memory.models import Memory
@@ -12,7 +13,7 @@ from memory.services.indexing import reindex_all, vector_context
 class Command(BaseCommand):
     help = "Drain the reindex queue now (in this process), showing progress."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--force", action="store_true", help="re-embed every memory, not only pending ones"
         )
@@ -23,7 +24,7 @@ class Command(BaseCommand):
             help=f"memories per batch (1..{MAX_POSITION}, default 256)",
         )
 
-    def handle(self, *args, force, batch, **options):
+    def handle(self, *args: Any, force: bool, batch: int, **options: Any) -> None:
         ctx = vector_context()
         if not ctx.usable:
             raise CommandError(f"no vector tier: {ctx.reason}")

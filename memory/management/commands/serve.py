@@ -9,9 +9,10 @@ layer crosses processes, and separate ``run_huey`` consumers work as well
 """
 
 import logging
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from memory.bounds import MAX_THREADS, int_option
 
@@ -21,12 +22,12 @@ logger = logging.getLogger("memory.serve")
 class _InProcessConsumer:
     """Huey's consumer without its signal handlers (the server owns the signals)."""
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int) -> None:
         from huey.consumer import Consumer
         from huey.contrib.djhuey import HUEY
 
         class Quiet(Consumer):
-            def _set_signal_handlers(self):
+            def _set_signal_handlers(self) -> None:
                 pass
 
         options = {**settings.HUEY_CONSUMER, "workers": workers, "worker_type": "thread"}
@@ -42,7 +43,7 @@ class _InProcessConsumer:
 class Command(BaseCommand):
     help = "Serve HTTP + websockets (uvicorn) with the background-task workers in the same process."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int_option(1, 65535), default=8000)
         parser.add_argument(
@@ -53,7 +54,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--no-worker", action="store_true", help="leave the task queue to run_huey")
 
-    def handle(self, *args, host, port, workers, no_worker, **options):
+    def handle(self, *args: Any, host: str, port: int, workers: int, no_worker: bool, **options: Any) -> None:
         import uvicorn
 
         consumer = None

@@ -13,8 +13,9 @@ key is summarised in one write transaction, and the second run finds nothing.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.bounds import MAX_POSITION, int_option
 from memory.models import ApiKey
@@ -26,7 +27,7 @@ DEFAULT_DAYS = 30
 class Command(BaseCommand):
     help = "Summarise old memories, one API key at a time (for cron). Exits non-zero on failure."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--older-than-days",
             type=int_option(1, 365),
@@ -49,7 +50,15 @@ class Command(BaseCommand):
             ),
         )
 
-    def handle(self, *args, older_than_days, api_key, dry_run, budget_tokens, **options):
+    def handle(
+        self,
+        *args: Any,
+        older_than_days: int | None,
+        api_key: str | None,
+        dry_run: bool,
+        budget_tokens: int | None,
+        **options: Any,
+    ) -> None:
         owners = self._owners(api_key)
         run_older_than = budget_tokens is None or older_than_days is not None
         days = older_than_days or DEFAULT_DAYS
