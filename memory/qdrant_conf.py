@@ -46,9 +46,8 @@ class QdrantSettings:
     port: int = DEFAULT_PORT
     apiKey: str | None = None
     collection: str = DEFAULT_COLLECTION
-    # Informational: points carry the vectors of the memory embedding source
-    # (the collection follows its signature), so "auto" is the default.
-    embeddingModel: str = "auto"
+    # No embeddingModel: it was stored and read by nothing. Points carry the vectors of the memory
+    # embedding source (one collection per its signature); old ``qdrant.embeddingModel`` rows are ignored.
     quantization: str = "none"
     timeoutSeconds: int = 5
 
@@ -153,7 +152,6 @@ def env_defaults() -> QdrantSettings:
         port=settings.QDRANT_PORT,
         apiKey=settings.QDRANT_API_KEY or None,
         collection=_collection(settings.QDRANT_COLLECTION, DEFAULT_COLLECTION),
-        embeddingModel=settings.QDRANT_EMBEDDING_MODEL or "auto",
         timeoutSeconds=settings.QDRANT_TIMEOUT_SECONDS,
     )
 
@@ -188,7 +186,6 @@ NORMALISERS: dict[str, Normaliser] = {
     "port": _port,
     "apiKey": _trimmed,
     "collection": _collection,
-    "embeddingModel": _trimmed,
     "quantization": one_of(QUANTIZATIONS),
     "timeoutSeconds": clamped(1, 300),
 }

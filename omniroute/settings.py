@@ -175,7 +175,6 @@ QDRANT_HOST = envstr("QDRANT_HOST").strip() or envstr("QDRANT_URL").strip()
 QDRANT_PORT = envint("QDRANT_PORT", 6333, minimum=1, maximum=65535)
 QDRANT_API_KEY = envstr("QDRANT_API_KEY").strip()
 QDRANT_COLLECTION = envstr("QDRANT_COLLECTION", "omniroute_memory").strip()
-QDRANT_EMBEDDING_MODEL = envstr("QDRANT_EMBEDDING_MODEL", "auto").strip()
 QDRANT_TIMEOUT_SECONDS = envint("QDRANT_TIMEOUT_SECONDS", 5, minimum=1, maximum=300)
 
 # Upstream LLM provider seeded into the database on first start (gateway/).

@@ -47,11 +47,9 @@ def test_the_qdrant_environment_is_read_by_the_settings(monkeypatch, tmp_path):
         7333,
         "file-secret-key",
     )
-    assert (read["QDRANT_COLLECTION"], read["QDRANT_EMBEDDING_MODEL"], read["QDRANT_TIMEOUT_SECONDS"]) == (
-        "mem",
-        "auto",
-        9,
-    )
+    assert (read["QDRANT_COLLECTION"], read["QDRANT_TIMEOUT_SECONDS"]) == ("mem", 9)
+    # Points use the memory embedding source: there is no Qdrant model to read.
+    assert "QDRANT_EMBEDDING_MODEL" not in read
 
 
 def test_qdrant_url_is_the_host_when_qdrant_host_is_empty(monkeypatch, tmp_path):

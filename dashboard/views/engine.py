@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_POST
 
 from dashboard import charts
@@ -24,6 +25,7 @@ from gateway.models import UpstreamProvider
 from memory import selectors
 from memory.api.views_qdrant import QdrantSettingsSerializer
 from memory.conf import get_memory_settings, update_memory_settings
+from memory.embeddings.runtime import resolve
 from memory.qdrant_conf import get_qdrant_settings, update_qdrant_settings
 from memory.services.indexing import reindex_start
 from memory.services.qdrant import qdrant_check, qdrant_cleanup, qdrant_search
@@ -37,7 +39,7 @@ EMBEDDING_SOURCES = (
     ("static", "Static local", "Distilled lookup table, sub-millisecond"),
     ("transformers", "Transformers", "all-MiniLM-L6-v2 on ONNX Runtime"),
 )
-QDRANT_FIELDS = ("host", "port", "collection", "embeddingModel", "quantization")
+QDRANT_FIELDS = ("host", "port", "collection", "quantization")
 
 
 # ---------------------------------------------------------------- the status panel
@@ -175,8 +177,8 @@ def engine_context(request, scope: OwnerScope) -> dict:
         "rerank_provider": rerank_provider,
         "rerank_model": rerank_model,
         **status_context(),
-        "qdrant": _qdrant_card_settings(),
     }
+    context["qdrant"] = _qdrant_card_settings((context.get("status") or {}).get("embedding"))
     context["qdrant_healthy"] = bool(((context.get("status") or {}).get("qdrant") or {}).get("healthy"))
     if not scope.is_empty:
         activity = selectors.memory_activity(
@@ -214,25 +216,44 @@ def engine_settings(request):
         update_memory_settings(form.changes)
     else:
         error = " ".join(form.non_field_errors())
-    return form_reply(
+    response = form_reply(
         request,
         back=page_url(scope, "engine"),
         region="engine-settings",
         context=lambda: {**engine_context(request, scope), "settings_error": error},
         events={ENGINE_CHANGED_EVENT: {}} if error is None else None,
     )
+    if request.htmx and error is None:
+        # The Qdrant card's "Points embedded by" follows the embedding source: swapped out of band.
+        context = {"qdrant": {"embedding": _points_embedding(None)}, "oob": True}
+        response.content += render_to_string(f"{PAGE}#qdrant-embedding", context, request).encode()
+    return response
 
 
 # ---------------------------------------------------------------- the Qdrant card
 
 
-def _qdrant_card_settings() -> dict:
-    """The public Qdrant settings (API key masked) and the models offered in the quick-select."""
+def _qdrant_card_settings(embedding: dict | None = None) -> dict:
+    """The public Qdrant settings (API key masked) and what embeds the points (``_points_embedding``)."""
     cfg = get_qdrant_settings()
-    models = ["auto"] + sorted(
-        {model["id"] for provider in embedding_providers() for model in provider.get("models", [])}
-    )
-    return {**cfg.as_public_dict(), "active": cfg.active, "models": models}
+    return {**cfg.as_public_dict(), "active": cfg.active, "embedding": _points_embedding(embedding)}
+
+
+def _points_embedding(embedding: dict | None) -> dict:
+    """What embeds Qdrant's points: the memory embedding source, there being no Qdrant model setting.
+
+    ``embedding`` is the status panel's (``engine_status()["embedding"]``) when the page has it; a card
+    re-rendered on its own resolves the source the same way, without the panel's probes.
+    """
+    if embedding is None:
+        resolution = resolve(get_memory_settings())
+        embedding = {
+            "available": resolution.available,
+            "source": resolution.source,
+            "model": resolution.model,
+            "reason": resolution.reason,
+        }
+    return {name: embedding.get(name) for name in ("available", "source", "model", "reason")}
 
 
 def _qdrant_test() -> dict:

@@ -165,7 +165,6 @@ class QdrantSettingsResponseSerializer(serializers.Serializer):
     host = serializers.CharField(allow_blank=True)
     port = serializers.IntegerField()
     collection = serializers.CharField()
-    embeddingModel = serializers.CharField()
     quantization = serializers.ChoiceField(choices=QUANTIZATIONS)
     timeoutSeconds = serializers.IntegerField()
     hasApiKey = serializers.BooleanField()
@@ -238,18 +237,6 @@ class QdrantCleanupResultSerializer(serializers.Serializer):
     deletedCount = serializers.IntegerField()
     retentionDays = serializers.IntegerField()
     error = serializers.CharField(required=False)
-
-
-class ChoiceSerializer(serializers.Serializer):
-    value = serializers.CharField()
-    label = serializers.CharField()  # type: ignore[assignment]  # a JSON key: see MemoryListResponseSerializer
-
-
-class QdrantEmbeddingModelsSerializer(serializers.Serializer):
-    models = ChoiceSerializer(many=True)
-
-
-# -- the engine ---------------------------------------------------------------------------------------
 
 
 class ReindexStartedSerializer(serializers.Serializer):

@@ -7,9 +7,4 @@ urlpatterns = [
     path("settings/qdrant/health", views.QdrantHealthView.as_view(), name="settings-qdrant-health"),
     path("settings/qdrant/search", views.QdrantSearchView.as_view(), name="settings-qdrant-search"),
     path("settings/qdrant/cleanup", views.QdrantCleanupView.as_view(), name="settings-qdrant-cleanup"),
-    path(
-        "settings/qdrant/embedding-models",
-        views.QdrantEmbeddingModelsView.as_view(),
-        name="settings-qdrant-embedding-models",
-    ),
 ]

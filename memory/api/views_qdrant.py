@@ -2,8 +2,9 @@
 
 Differences from the reference, on purpose: search is scoped to the caller's
 owners (a bound token never sees another owner's points; a global caller may
-name one with ``apiKeyId``) and does not cap ``topK`` at 20 (B21); the
-embedding-models list makes no network request.
+name one with ``apiKeyId``) and does not cap ``topK`` at 20 (B21); there is no Qdrant embedding-model
+setting or list: points always use the memory embedding source
+(``GET /api/memory/embedding-providers`` lists its models).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from memory.api.views import MemoryAPIView
 from memory.exceptions import PermissionDenied
 from memory.models import TokenScope
 from memory.services.qdrant import qdrant_check, qdrant_cleanup, qdrant_search
-from memory.status import embedding_providers
 
 
 class QdrantSettingsSerializer(StrictSerializer):
@@ -33,7 +33,6 @@ class QdrantSettingsSerializer(StrictSerializer):
     host = StrictCharField(required=False, allow_blank=True, max_length=500)
     port = StrictIntegerField(required=False, min_value=1, max_value=65535)
     collection = StrictCharField(required=False, max_length=100)
-    embeddingModel = StrictCharField(required=False, max_length=300)
     quantization = serializers.ChoiceField(choices=qdrant_conf.QUANTIZATIONS, required=False)
     apiKey = StrictCharField(required=False, allow_blank=True, max_length=500)
     timeoutSeconds = StrictIntegerField(required=False, min_value=1, max_value=300)
@@ -51,12 +50,6 @@ class QdrantSettingsSerializer(StrictSerializer):
     def validate_collection(self, value: str) -> str:
         if not qdrant_conf.COLLECTION_RE.match(value):
             raise serializers.ValidationError("Use 1-100 letters, digits, '_' or '-'.")
-        return value
-
-    def validate_embeddingModel(self, value: str) -> str:
-        # B18: "text-embedding-3-small" without its provider used to fail only at use time.
-        if value != "auto" and "/" not in value.strip("/"):
-            raise serializers.ValidationError("Use 'auto' or the provider/model format.")
         return value
 
 
@@ -127,17 +120,3 @@ class QdrantCleanupView(MemoryAPIView):
         body.is_valid(raise_exception=True)
         result = qdrant_cleanup(retention_days=body.validated_data.get("retentionDays"))
         return Response(result.as_dict())
-
-
-class QdrantEmbeddingModelsView(MemoryAPIView):
-    @extend_schema(responses={200: r.QdrantEmbeddingModelsSerializer, **r.errors()})
-    def get(self, request: Request) -> Response:
-        models = {
-            "auto": "auto - the memory embedding source",
-            "openai/text-embedding-3-small": "openai/text-embedding-3-small - text-embedding-3-small",
-        }
-        for provider in embedding_providers():
-            for model in provider["models"]:
-                models.setdefault(model["id"], f"{model['id']} - {model['name']}")
-        ordered = sorted(models.items(), key=lambda item: (item[0] != "auto", item[0].lower()))
-        return Response({"models": [{"value": value, "label": label} for value, label in ordered]})

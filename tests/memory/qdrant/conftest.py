@@ -20,7 +20,6 @@ QDRANT_DEFAULTS = {
     "QDRANT_PORT": 6333,
     "QDRANT_API_KEY": "",
     "QDRANT_COLLECTION": "omniroute_memory",
-    "QDRANT_EMBEDDING_MODEL": "auto",
     "QDRANT_TIMEOUT_SECONDS": 5,
 }
 

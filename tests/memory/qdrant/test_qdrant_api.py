@@ -2,8 +2,8 @@
 
 import pytest
 
-from memory import conf
-from memory.models import Memory
+from memory import conf, qdrant_conf
+from memory.models import Memory, Setting
 from memory.vectorstores import qdrant
 from tests.factories import expired, make_memory
 from tests.memory.qdrant.conftest import items_for
@@ -28,7 +28,6 @@ def test_get_returns_the_defaults_without_any_key(read_api):
         "host": "",
         "port": 6333,
         "collection": "omniroute_memory",
-        "embeddingModel": "auto",
         "quantization": "none",
         "timeoutSeconds": 5,
         "hasApiKey": False,
@@ -38,7 +37,7 @@ def test_get_returns_the_defaults_without_any_key(read_api):
 
 
 def test_routes_need_authentication(anon_api):
-    for path in ("", "/health", "/embedding-models"):
+    for path in ("", "/health"):
         assert anon_api.get(SETTINGS + path).status_code == 401
     assert anon_api.post(SETTINGS + "/search", {"query": "x"}).status_code == 401
 
@@ -50,7 +49,6 @@ def test_put_stores_and_answers_the_masked_settings(admin_api):
         "collection": "mem",
         "quantization": "int8",
         "apiKey": "qdrant-secret-9876",
-        "embeddingModel": "openai/text-embedding-3-small",
         "timeoutSeconds": 3,
     }
     r = admin_api.put(SETTINGS, body)
@@ -89,7 +87,6 @@ def test_enabling_sets_the_vector_store_without_a_restart(admin_api):
         ({"collection": "a/b"}, "collection"),
         ({"quantization": "int4"}, "quantization"),
         ({"enabled": "true"}, "enabled"),
-        ({"embeddingModel": "text-embedding-3-small"}, "embeddingModel"),
         ({"host": "http://user:pw@q:6333"}, "host"),
         ({"host": "ftp://q"}, "host"),
         ({"host": "/etc/qdrant"}, "host"),
@@ -100,6 +97,25 @@ def test_enabling_sets_the_vector_store_without_a_restart(admin_api):
 def test_put_rejects_bad_bodies_naming_the_field(admin_api, body, field):
     r = admin_api.put(SETTINGS, body)
     assert r.status_code == 400 and _fields(r) == [field]
+
+
+def test_embedding_model_is_refused_like_any_unknown_field(admin_api):
+    """Points always use the memory embedding source: a Qdrant model setting would be read by nothing."""
+    for value in ("auto", "openai/text-embedding-3-small"):
+        r = admin_api.put(SETTINGS, {"port": 7000, "embeddingModel": value})
+        assert r.status_code == 400
+        assert r.json()["error"]["details"] == [{"field": "embeddingModel", "message": "Unknown field."}]
+    assert admin_api.get(SETTINGS).json()["port"] == 6333
+    assert not Setting.objects.filter(key="qdrant.embeddingModel").exists()
+
+
+def test_rows_of_the_former_embedding_model_are_ignored(read_api):
+    """Databases written before embeddingModel went keep its row; reads skip it."""
+    Setting.objects.create(key="qdrant.embeddingModel", value="openai/text-embedding-3-small")
+    Setting.objects.create(key="qdrant.collection", value="kept")
+    assert qdrant_conf.get_qdrant_settings() == qdrant_conf.QdrantSettings(collection="kept")
+    body = read_api.get(SETTINGS).json()
+    assert body["collection"] == "kept" and "embeddingModel" not in body
 
 
 def test_put_accepts_local_mode_in_the_data_directory(admin_api, settings):
@@ -238,21 +254,7 @@ def test_cleanup_when_disabled_and_for_non_admins(admin_api, alice_api):
     assert admin_api.post(SETTINGS + "/cleanup", {"retentionDays": 0}).status_code == 400
 
 
-# -- embedding models
-
-
-def test_embedding_models_lists_local_sources_and_the_reference_default(read_api):
-    r = read_api.get(SETTINGS + "/embedding-models")
-    assert r.status_code == 200
-    values = [m["value"] for m in r.json()["models"]]
-    assert values[0] == "auto"
-    assert {
-        "openai/text-embedding-3-small",
-        "static/minilm-static-256",
-        "transformers/all-MiniLM-L6-v2",
-    } <= set(values)
-    assert values[1:] == sorted(values[1:], key=str.lower)
-    assert all(" - " in m["label"] for m in r.json()["models"])
+# -- engine status
 
 
 def test_the_engine_status_reports_qdrant_health(read_api, qdrant_on):
