@@ -142,3 +142,64 @@ def test_one_text_runs_on_a_session_with_more_threads_and_gives_the_same_vector(
     single = OnnxMiniLMSource(minilm_dir, query_threads=1)
     single.embed([text])
     assert single._query is None  # one thread asked for: no second session
+
+
+def _bare_reference(minilm_dir: Path):
+    """An independent floor for one text: a bare onnxruntime session (default options) on the same
+    ``model.onnx`` with the encoder's last hidden state exposed, then masked mean pooling and L2
+    normalisation in numpy (float64), as sentence-transformers does."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from memory.embeddings.build import OUTPUT_NAME
+
+    model = onnx.load(str(minilm_dir / "model.onnx"))
+    producer = {out: node for node in model.graph.node for out in node.output}
+    # sentence_embedding = Div(pooled, norm); pooled = Div(summed, counts);
+    # summed = ReduceSum(Mul(hidden, mask)): walk back to ``hidden``.
+    pooled = producer[OUTPUT_NAME].input[0]
+    summed = producer[pooled].input[0]
+    hidden = producer[producer[summed].input[0]].input[0]
+    model.graph.output.append(helper.make_tensor_value_info(hidden, TensorProto.FLOAT, None))
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(str(minilm_dir / "tokenizer.json"))
+
+    def embed(text: str) -> tuple[np.ndarray, np.ndarray]:
+        encoding = tokenizer.encode(text)
+        feed = {
+            "input_ids": np.array([encoding.ids], dtype=np.int64),
+            "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
+            "token_type_ids": np.array([encoding.type_ids], dtype=np.int64),
+        }
+        sentence, states = session.run([OUTPUT_NAME, hidden], feed)
+        mask = feed["attention_mask"][0].astype(np.float64)[:, None]
+        pooled = (states[0].astype(np.float64) * mask).sum(axis=0) / mask.sum()
+        return sentence[0], pooled / np.linalg.norm(pooled)
+
+    return embed
+
+
+def test_one_text_equals_a_bare_session_with_mean_pooling_and_l2_normalisation(
+    minilm_dir: Path, reference: dict
+):
+    """The query path (one text, its own session and threads) adds nothing to the model's answer: to
+    1e-6 it is a bare session's output, and numpy pooling of that session's hidden states."""
+    bare = _bare_reference(minilm_dir)
+    long_text = max(reference["items"], key=lambda item: item["tokens"])["text"]  # truncated at 256
+    texts = [
+        "Which editor do I use for project 7?",
+        "I prefer dark mode in my editor.",
+        "Je préfère le thé au café, 日本語も少し。",
+        "x",
+        "",
+        long_text,
+    ]
+    for query_threads in (1, 2):
+        source = OnnxMiniLMSource(minilm_dir, query_threads=query_threads)
+        for text in texts:
+            got = source.embed([text])
+            session_output, pooled = bare(text)
+            assert got.shape == (1, 384) and got.dtype == np.float32
+            np.testing.assert_allclose(got[0], session_output, rtol=0, atol=1e-6, err_msg=text)
+            np.testing.assert_allclose(got[0], pooled, rtol=0, atol=1e-6, err_msg=text)
+            assert np.array_equal(source.embed_one(text), got[0])
