@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from django.db import models
+from django.db import connection, models
 from django.db.models import Q
 from django.utils import timezone
 
@@ -163,6 +163,36 @@ class ManagementToken(models.Model):
         if bound or scope == TokenScope.ADMIN:
             return None
         return f"A {scope} token must be bound to at least one API key: only admin tokens may reach every API key"
+
+    @classmethod
+    def with_owners_for_secret(cls, secret: str) -> tuple[ManagementToken, frozenset[uuid.UUID]] | None:
+        """The token whose secret is ``secret`` (revoked or not) and the ids of the API keys it is bound to,
+        in one precompiled query (every REST request starts here), or ``None``. The health probe's key is
+        never an owner, as through ``owners``."""
+        if cls._secret_sql is None:
+            through = cls.owners.through._meta
+            token_column = through.get_field("managementtoken").column
+            key_column = through.get_field("apikey").column
+            columns = ", ".join(f"t.{field.column}" for field in cls._meta.concrete_fields if field.column)
+            joined = (
+                f"group_concat(o.{key_column})"
+                if connection.vendor == "sqlite"
+                else f"string_agg(o.{key_column}::text, ',')"
+            )
+            cls._secret_sql = (
+                f"SELECT {columns}, (SELECT {joined} FROM {through.db_table} AS o "
+                f"WHERE o.{token_column} = t.id AND o.{key_column} != %s) AS owner_ids "
+                f"FROM {cls._meta.db_table} AS t WHERE t.token_hash = %s LIMIT 1"
+            )
+        # SQLite stores a UUID as 32 hex digits; other databases take the UUID itself.
+        probe: str | uuid.UUID = HEALTH_PROBE_ID.hex if connection.vendor == "sqlite" else HEALTH_PROBE_ID
+        token = next(iter(cls.objects.raw(cls._secret_sql, [probe, hash_secret(secret)])), None)
+        if token is None:
+            return None
+        raw = getattr(token, "owner_ids", None) or ""
+        return token, frozenset(uuid.UUID(value) for value in raw.split(",") if value)
+
+    _secret_sql: ClassVar[str | None] = None
 
     @classmethod
     def issue(

@@ -19,7 +19,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.exceptions import DomainError, PermissionDenied
-from memory.models import ApiKey, ManagementToken, TokenScope, hash_secret
+from memory.models import ApiKey, ManagementToken, TokenScope
 from memory.principals import Principal, for_api_key
 
 if TYPE_CHECKING:
@@ -85,13 +85,12 @@ def authenticate_token(secret: str, *, now: datetime | None = None) -> tuple[Man
     when :meth:`ManagementToken.reach_problem` refuses its reach: a read or write token bound to no API
     key (made before that rule, or its keys were deleted) is refused rather than widened to every owner.
     ``now`` is the time of use (defaults to the current time)."""
-    try:
-        token = ManagementToken.objects.get(token_hash=hash_secret(secret))
-    except ManagementToken.DoesNotExist:
-        raise Unauthenticated("Invalid management token") from None
+    found = ManagementToken.with_owners_for_secret(secret)
+    if found is None:
+        raise Unauthenticated("Invalid management token")
+    token, owners = found
     if not token.is_active:
         raise Unauthenticated("This management token has been revoked")
-    owners = frozenset(token.owners.values_list("pk", flat=True))
     if ManagementToken.reach_problem(token.scope, bound=bool(owners)):
         raise PermissionDenied(
             f"This {token.scope} token is bound to no API key (none were given, or they were deleted), and "
