@@ -1,5 +1,5 @@
-"""ASGI entry point: /mcp through the MCP SDK, /v1/ through Django's lean API handler
-(``omniroute.handlers``), other HTTP through Django, websockets through Channels.
+"""ASGI entry point: /mcp through the MCP SDK, /v1/ (and /api/ with a bearer token and no cookie) through
+Django's lean API handler (``omniroute.handlers``), other HTTP through Django, websockets through Channels.
 
 ``/mcp`` (Streamable HTTP, see ``memory.mcp.transport``) is routed before Channels'
 ``ProtocolTypeRouter``, which knows no ``lifespan`` scope. The MCP app is
@@ -21,6 +21,7 @@ django_asgi_app = get_asgi_application()
 from omniroute.handlers import ApiASGIHandler  # noqa: E402
 
 api_asgi_app = ApiASGIHandler()
+rest_asgi_app = ApiASGIHandler("REST_API_MIDDLEWARE")
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
@@ -30,6 +31,19 @@ from dashboard.routing import websocket_urlpatterns  # noqa: E402
 
 MCP_PATH = "/mcp"
 API_PREFIX = "/v1/"
+REST_PREFIX = "/api/"
+
+
+def bearer_without_cookie(scope) -> bool:
+    """A machine client of the REST API: a bearer token and no cookie (so no session, no CSRF to check)."""
+    bearer = cookie = False
+    for name, value in scope["headers"]:
+        if name == b"cookie":
+            cookie = True
+        elif name == b"authorization":
+            bearer = value[:7].lower() == b"bearer "
+    return bearer and not cookie
+
 
 router = ProtocolTypeRouter(
     {
@@ -68,5 +82,7 @@ async def application(scope, receive, send):
         await mcp_app()(scope, receive, send)
     elif scope["type"] == "http" and scope["path"].startswith(API_PREFIX):
         await api_asgi_app(scope, receive, send)
+    elif scope["type"] == "http" and scope["path"].startswith(REST_PREFIX) and bearer_without_cookie(scope):
+        await rest_asgi_app(scope, receive, send)
     else:
         await router(scope, receive, send)

@@ -1,4 +1,5 @@
-"""A second Django ASGI handler for the machine-facing OpenAI-compatible API (``/v1/``).
+"""A second Django ASGI handler for machine clients: the OpenAI-compatible API (``/v1/``) and the REST
+API (``/api/``) when called with a bearer token and no cookie.
 
 The site's middleware (sessions, CSRF, authentication, messages, clickjacking,
 HTMX) serves browsers. A client of ``/v1/`` authenticates with a bearer key and
@@ -8,6 +9,11 @@ which was about half of the gateway's CPU per request. ``/v1/`` is therefore
 served by this handler: the same project, URLconf, views and error handlers,
 with the middleware listed in ``settings.API_MIDDLEWARE`` — which must all be
 natively async and have no ``process_view`` / ``process_exception`` hooks.
+
+A REST client with a bearer token and no cookie (``omniroute.asgi``) has no session, so no CSRF to check
+and no staff user to find: it is served the same way, with ``settings.REST_API_MIDDLEWARE``, which keeps
+the headers the site's stack gives every response (``Content-Length``, ``X-Frame-Options``). A request
+with a cookie (the Studio's, or a browser's) always gets the whole stack.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.handlers.asgi import ASGIHandler
 from django.core.handlers.exception import convert_exception_to_response
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.common import CommonMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.utils.module_loading import import_string
 
@@ -24,7 +32,12 @@ HOOKS = ("process_view", "process_template_response", "process_exception")
 
 
 class ApiASGIHandler(ASGIHandler):
-    """Django's ASGI handler with ``settings.API_MIDDLEWARE`` instead of ``settings.MIDDLEWARE``."""
+    """Django's ASGI handler with ``settings.API_MIDDLEWARE`` (or the list that ``middleware_setting``
+    names) instead of ``settings.MIDDLEWARE``."""
+
+    def __init__(self, middleware_setting: str = "API_MIDDLEWARE") -> None:
+        self.middleware_setting = middleware_setting
+        super().__init__()
 
     def load_middleware(self, is_async=False):
         if not is_async:
@@ -33,7 +46,7 @@ class ApiASGIHandler(ASGIHandler):
         self._template_response_middleware = []
         self._exception_middleware = []
         handler = convert_exception_to_response(self._get_response_async)
-        for path in reversed(settings.API_MIDDLEWARE):
+        for path in reversed(getattr(settings, self.middleware_setting)):
             factory = import_string(path)
             if not getattr(factory, "async_capable", False):
                 raise ImproperlyConfigured(f"API middleware {path} must be async-capable")
@@ -58,4 +71,23 @@ class AsyncSecurityMiddleware(SecurityMiddleware):
         response = self.process_request(request)
         if response is None:
             response = await self.get_response(request)
+        return self.process_response(request, response)
+
+
+class AsyncCommonMiddleware(CommonMiddleware):
+    """Django's ``CommonMiddleware`` (refused user agents, slash redirects, ``Content-Length``) with its
+    hooks called inline in async mode: they read settings, the URLconf and the response only."""
+
+    async def __acall__(self, request):
+        response = self.process_request(request)
+        if response is None:
+            response = await self.get_response(request)
+        return self.process_response(request, response)
+
+
+class AsyncXFrameOptionsMiddleware(XFrameOptionsMiddleware):
+    """Django's ``XFrameOptionsMiddleware`` with its one hook (a header) called inline in async mode."""
+
+    async def __acall__(self, request):
+        response = await self.get_response(request)
         return self.process_response(request, response)

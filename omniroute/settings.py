@@ -72,6 +72,13 @@ MIDDLEWARE = [
 # with only these (natively async) middleware: bearer-key JSON clients need no
 # sessions, CSRF, messages or HTMX.
 API_MIDDLEWARE = ["omniroute.handlers.AsyncSecurityMiddleware"]
+# /api/ requests with a bearer token and no cookie (machine clients: no session, no CSRF) are served the
+# same way, keeping the response headers MIDDLEWARE gives them (Content-Length, X-Frame-Options).
+REST_API_MIDDLEWARE = [
+    "omniroute.handlers.AsyncSecurityMiddleware",
+    "omniroute.handlers.AsyncCommonMiddleware",
+    "omniroute.handlers.AsyncXFrameOptionsMiddleware",
+]
 
 ROOT_URLCONF = "omniroute.urls"
 WSGI_APPLICATION = "omniroute.wsgi.application"
@@ -151,7 +158,10 @@ MEMORY_VEC_QUANTIZATION = envchoice("MEMORY_VEC_QUANTIZATION", "none", ("none", 
 MEMORY_VEC_CACHE_MB = envint("MEMORY_VEC_CACHE_MB", 1024, minimum=0)
 MEMORY_EMBED_THREADS = envint("MEMORY_EMBED_THREADS", os.cpu_count() or 1, minimum=1)
 MEMORY_EMBED_QUERY_THREADS = envint("MEMORY_EMBED_QUERY_THREADS", os.cpu_count() or 1, minimum=1, maximum=256)
-MEMORY_VEC_MIN_SCORE = envfloat("MEMORY_VEC_MIN_SCORE", 0.25)
+# Unset: each embedding model's own floor (memory.embeddings.catalog); set: this floor for every model.
+MEMORY_VEC_MIN_SCORE: float | None = (
+    envfloat("MEMORY_VEC_MIN_SCORE", 0.0) if envstr("MEMORY_VEC_MIN_SCORE").strip() else None
+)
 MEMORY_ACCESS_FLUSH_SECONDS = envfloat("MEMORY_ACCESS_FLUSH_SECONDS", 1.0, minimum=0)
 MEMORY_FTS_COMMON_SHARE = envfloat("MEMORY_FTS_COMMON_SHARE", 0.05, minimum=0)
 MEMORY_FTS_COMMON_MIN_DOCS = envint("MEMORY_FTS_COMMON_MIN_DOCS", 200, minimum=1)
@@ -162,6 +172,10 @@ MEMORY_EMBEDDING_CACHE_TTL_MS = envint("MEMORY_EMBEDDING_CACHE_TTL_MS", 300_000,
 MEMORY_STATIC_ENABLED = envbool("MEMORY_STATIC_ENABLED", True)
 MEMORY_TRANSFORMERS_ENABLED = envbool("MEMORY_TRANSFORMERS_ENABLED", True)
 MEMORY_TRANSFORMERS_FAST = envbool("MEMORY_TRANSFORMERS_FAST", False)
+# The default of the transformersModel setting (memory.embeddings.catalog.TRANSFORMERS_MODELS).
+MEMORY_TRANSFORMERS_MODEL = envchoice(
+    "MEMORY_TRANSFORMERS_MODEL", "auto", ("auto", "all-MiniLM-L6-v2", "bge-small-en-v1.5")
+)
 MEMORY_ALLOW_PRIVATE_URLS = envbool("MEMORY_ALLOW_PRIVATE_URLS", False)
 MEMORY_RERANK_TIMEOUT_SECONDS = envint("MEMORY_RERANK_TIMEOUT_SECONDS", 5, minimum=1)
 MEMORY_MODELS_DIR = Path(envstr("MEMORY_MODELS_DIR", str(DATA_DIR / "models")))

@@ -1,4 +1,5 @@
-"""/v1/ is served by its own Django handler, without the browser middleware (omniroute.handlers)."""
+"""/v1/, and /api/ for a bearer token without cookie, are served by their own Django handler, without
+the browser middleware (omniroute.handlers)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpResponse
 
-from memory.models import ApiKey
+from memory.models import ApiKey, ManagementToken, TokenScope
 from omniroute.handlers import ApiASGIHandler
 
 BODY = {"model": "stub-large", "messages": [{"role": "user", "content": "Hi"}]}
@@ -34,6 +35,44 @@ def test_the_studio_keeps_the_full_middleware_stack(gateway):
     assert response.status_code in (200, 302)
     assert response.headers["x-frame-options"] == "DENY"
     assert response.headers["x-content-type-options"] == "nosniff"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rest_client_with_a_token_gets_the_same_answer_and_headers_without_browser_state(
+    gateway, django_user_model
+):
+    alice = ApiKey.issue(name="alice")[0]
+    secret = ManagementToken.issue(name="t", scope=TokenScope.WRITE, owners=[alice])[1]
+    bearer = {"Authorization": f"Bearer {secret}"}
+    created = httpx.post(f"{gateway}/api/memory", json={"content": "Prefers tea"}, headers=bearer)
+    assert created.status_code == 201
+    lean = httpx.get(f"{gateway}/api/memory", headers=bearer)
+    # The same request with a cookie takes the site's whole stack (sessions, CSRF, authentication).
+    full = httpx.get(f"{gateway}/api/memory", headers={**bearer, "Cookie": "unrelated=1"})
+    assert lean.status_code == full.status_code == 200
+    assert lean.json() == full.json() and lean.json()["data"][0]["content"] == "Prefers tea"
+    for header in ("content-type", "content-length", "x-frame-options", "x-content-type-options"):
+        assert lean.headers[header] == full.headers[header], header
+    assert "cookie" not in lean.headers.get("vary", "").lower()
+    # Bad credentials answer as they do through the whole stack.
+    bad = {"Authorization": "Bearer omt_nope"}
+    refused = httpx.get(f"{gateway}/api/memory", headers=bad)
+    assert refused.status_code == 401
+    assert refused.json() == httpx.get(f"{gateway}/api/memory", headers={**bad, "Cookie": "x=1"}).json()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_studio_session_still_reaches_the_api(gateway, django_user_model):
+    django_user_model.objects.create_superuser("admin", "a@example.com", "pw")
+    with httpx.Client(base_url=gateway) as browser:
+        page = browser.get("/admin/login/")
+        token = page.cookies["csrftoken"]
+        browser.post(
+            "/admin/login/",
+            data={"username": "admin", "password": "pw", "csrfmiddlewaretoken": token, "next": "/admin/"},
+            headers={"Referer": f"{gateway}/admin/login/"},
+        )
+        assert browser.get("/api/memory").status_code == 200  # the session, through the full stack
 
 
 @pytest.mark.django_db(transaction=True)
