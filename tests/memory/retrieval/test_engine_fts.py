@@ -139,7 +139,7 @@ def test_fts_search_starts_from_the_index(alice):
     make_memory(alice, content="kiwi")
     with CaptureQueriesContext(connection) as queries:
         retrieve(owner_ids=frozenset({alice.pk}), query="kiwi", strategy="hybrid")
-    fts_sql = next(q["sql"] for q in queries.captured_queries if "MATCH" in q["sql"])
+    fts_sql = next(q["sql"] for q in queries.captured_queries if "bm25(memory_fts" in q["sql"])
     assert "FROM (  SELECT rowid, bm25(memory_fts" in fts_sql
     assert "{owner_id}" in fts_sql
 
