@@ -24,10 +24,13 @@ def _scan(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
 def _same_top10_as_numpy(store, owner_hex: str, matrix: np.ndarray, qvecs) -> int:
     """How many queries get the numpy scan's top-10 scores from the store (the int8 pre-scan of large
     owners must not change results)."""
+    from memory.visibility import Visibility
+
+    visible = Visibility(owner_ids=[owner_hex])
     same = 0
     for vector in qvecs:
         expected = np.sort(matrix @ vector)[::-1][:10]
-        got = [hit.score for hit in store.search(owner_ids=[owner_hex], vector=vector, k=10)]
+        got = [hit.score for hit in store.search(vector=vector, k=10, visibility=visible)]
         same += bool(np.allclose(got, expected, atol=1e-5))
     return same
 
@@ -36,16 +39,18 @@ def _same_as_float_scan(store, owner_hex: str, qvecs) -> int:
     """How many queries get the same top 10 (rows and scores) from the store with and without the int8
     pre-scan (``int8scan.MIN_ROWS`` = 0 scans every row in float32)."""
     from memory.vectorstores import int8scan
+    from memory.visibility import Visibility
 
+    visible = Visibility(owner_ids=[owner_hex])
     threshold = int8scan.MIN_ROWS
     same = 0
     for vector in qvecs:
         try:
             int8scan.MIN_ROWS = 0
-            expected = store.search(owner_ids=[owner_hex], vector=vector, k=10)
+            expected = store.search(vector=vector, k=10, visibility=visible)
         finally:
             int8scan.MIN_ROWS = threshold
-        got = store.search(owner_ids=[owner_hex], vector=vector, k=10)
+        got = store.search(vector=vector, k=10, visibility=visible)
         tie = expected[-1].score + 1e-6  # rows tied with the 10th may be any of the tied ones
         same += bool(
             np.allclose([h.score for h in got], [h.score for h in expected], atol=1e-6)

@@ -2,9 +2,12 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from memory.models import ApiKey, ManagementToken, Memory, Setting, VectorMeta
+from memory.services.memories import memory_delete
+from memory.services.retention import delete_memories
 
 
 @admin.register(ApiKey)
@@ -71,6 +74,13 @@ class MemoryAdmin(admin.ModelAdmin):
     list_select_related = ("owner",)
     readonly_fields = ("seq", "uuid", "created_at", "updated_at", "access_count", "last_accessed_at")
     raw_id_fields = ("owner",)
+
+    # Through the services, so that every vector index drops the memories too (memory.services.vectorsync).
+    def delete_model(self, request: HttpRequest, obj: Memory) -> None:
+        memory_delete(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
+        delete_memories(queryset)
 
 
 @admin.register(VectorMeta)

@@ -1,13 +1,15 @@
-"""What ``memory`` does when its own signals fire."""
+"""What ``memory`` does when its own signals, or Django's for its models, fire."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
+from django.db.models.signals import pre_delete
 from django.dispatch import receiver
 
-from memory.services import indexing
+from memory.models import ApiKey
+from memory.services import indexing, vectorsync
 from memory.signals import memory_settings_changed
 
 logger = logging.getLogger("memory.indexing")
@@ -24,3 +26,10 @@ def reindex_if_the_signature_changed(sender: object, **kwargs: Any) -> None:
         indexing.reindex_if_stale()
     except Exception:
         logger.exception("checking the vector index after a settings change failed")
+
+
+@receiver(pre_delete, sender=ApiKey, dispatch_uid="memory.vectors_of_a_deleted_key")
+def forget_the_vectors_of_a_deleted_key(sender: object, instance: ApiKey, **kwargs: Any) -> None:
+    """A key's memories go with it in SQL (the cascade), however the key is deleted (the admin, a
+    command, the evaluation's clean-up): every vector index must drop them too."""
+    vectorsync.before_owner_delete(instance.pk)

@@ -1,7 +1,8 @@
 """The read side: every query that returns memories goes through here.
 
 Every selector takes a :class:`~memory.principals.Principal` and never returns a
-row of an owner the principal cannot reach, nor an expired row.
+row of an owner the principal cannot reach, nor an expired row (the rule is
+:class:`memory.visibility.Visibility`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from memory.models import ApiKey, Memory
 from memory.principals import Principal
 from memory.retrieval.budget import estimate_tokens
 from memory.retrieval.engine import Hit, retrieve
+from memory.visibility import Visibility
 
 DEFAULT_SEARCH_LIMIT = 20
 # ``type`` filters the ranked list, so a filtered search ranks this many before filtering.
@@ -33,8 +35,7 @@ BUDGET_WHEN_DISABLED = 2000
 
 def live_memories(*, now: datetime | None = None) -> QuerySet[Memory]:
     """Memories that have not expired (the base of every read)."""
-    now = now or timezone.now()
-    return Memory.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+    return Visibility(owner_ids=None, now=now or timezone.now()).queryset()
 
 
 def visible_memories(
@@ -42,11 +43,8 @@ def visible_memories(
 ) -> QuerySet[Memory]:
     """Live memories limited to ``owner_ids`` (already checked against the principal)
     or, when ``None``, to everything the principal may reach."""
-    qs = live_memories()
     limit = owner_ids if owner_ids is not None else principal.owner_ids
-    if limit is not None:
-        qs = qs.filter(owner_id__in=list(limit))
-    return qs
+    return Visibility(owner_ids=limit).queryset()
 
 
 def parse_memory_id(value: object) -> uuid.UUID:

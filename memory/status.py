@@ -104,10 +104,10 @@ def engine_status() -> dict:
 
 def _qdrant_status() -> dict:
     try:
-        from memory.vectorstores.qdrant import qdrant_health
+        from memory.services.qdrant import qdrant_status
     except ImportError:
         return {"enabled": False, "healthy": None, "latencyMs": None, "error": None}
-    return qdrant_health()
+    return qdrant_status()
 
 
 def _rerank_status(settings: MemorySettings) -> dict:
@@ -118,10 +118,9 @@ def _rerank_status(settings: MemorySettings) -> dict:
     elif not ref:
         reason, available = "rerank enabled but provider not configured", False
     else:
-        from memory.retrieval.rerank import rerank_target
+        from memory.retrieval.rerank import rerank_available
 
-        available = rerank_target(settings) is not None
-        reason = f"rerank active: {ref}" if available else f"rerank provider {provider!r} not configured"
+        available, reason = rerank_available(settings)
     return {
         "enabled": settings.rerankEnabled,
         "provider": provider,
@@ -150,7 +149,8 @@ def embedding_providers() -> list[dict]:
     """Configured upstream providers with the embedding models we know of, plus local ones."""
     from django.apps import apps
 
-    from memory.embeddings.runtime import minilm_built, static_built
+    from memory.embeddings.catalog import EMBEDDERS
+    from memory.embeddings.runtime import local_model_built, static_built
 
     providers = []
     try:
@@ -181,12 +181,15 @@ def embedding_providers() -> list[dict]:
                     "dimensions": 256,
                     "built": static_built(),
                 },
-                {
-                    "id": "transformers/all-MiniLM-L6-v2",
-                    "name": "all-MiniLM-L6-v2 (ONNX)",
-                    "dimensions": 384,
-                    "built": minilm_built(),
-                },
+                *(
+                    {
+                        "id": f"transformers/{model.name}",
+                        "name": f"{model.name} (ONNX)",
+                        "dimensions": 384,
+                        "built": local_model_built(model.name),
+                    }
+                    for model in EMBEDDERS.values()
+                ),
             ],
         }
     )

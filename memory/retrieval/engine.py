@@ -25,22 +25,24 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.conf import settings as django_settings
 from django.db import connection
-from django.db.models import Q
 from django.utils import timezone
 
 from memory.conf import MemorySettings, get_memory_settings
+from memory.embeddings import catalog
 from memory.embeddings.base import EmbeddingError
 from memory.models import ApiKey, Memory
 from memory.retrieval import signals
 from memory.retrieval.budget import estimate_tokens, walk_budget
-from memory.retrieval.fts import fts_search, read_conditions
+from memory.retrieval.fts import fts_search
 from memory.retrieval.fusion import normalized, rrf
 from memory.retrieval.relevance import query_terms, relevance_score
+from memory.retrieval.rerank import rerank, rerank_depth
 from memory.services.usage import record_access
+from memory.visibility import Visibility
 
 logger = logging.getLogger("memory.retrieval")
 
@@ -96,26 +98,9 @@ class RetrievalResult:
         return [hit.memory for hit in self.hits]
 
 
-@dataclass(frozen=True)
-class Filters:
-    """The filters every tier applies."""
-
-    owner_ids: frozenset | None
-    now: datetime
-    session_id: str | None = None
-    created_after: datetime | None = None
-
-    @property
-    def owner_hex(self) -> list[str] | None:
-        if self.owner_ids is None:
-            return None
-        return [str(o).replace("-", "") for o in self.owner_ids]
-
-    def conditions(self, alias: str) -> tuple[list[str], list]:
-        """SQL conditions and parameters of every filter but the owner (see ``fts.read_conditions``)."""
-        return read_conditions(
-            alias, now=self.now, session_id=self.session_id, created_after=self.created_after
-        )
+class Filters(Visibility):
+    """The filters every tier applies: a :class:`~memory.visibility.Visibility` (owner, expiry,
+    session, retention), which also renders them as a queryset, SQL and the vector stores' filters."""
 
     def fts_search(self, query: str, limit: int) -> list:
         """``fts_search`` with these filters."""
@@ -128,16 +113,6 @@ class Filters:
             created_after=self.created_after,
         )
 
-    def queryset(self):
-        qs = Memory.objects.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=self.now))
-        if self.owner_ids is not None:
-            qs = qs.filter(owner_id__in=list(self.owner_ids))
-        if self.session_id:
-            qs = qs.filter(session_id=self.session_id)
-        if self.created_after is not None:
-            qs = qs.filter(created_at__gte=self.created_after)
-        return qs
-
 
 def _marks(values) -> str:
     return ", ".join(["%s"] * len(values))
@@ -148,11 +123,7 @@ def _live(filters: Filters, seqs: list[int]) -> set[int]:
     on the hot path the query building cost more than the query)."""
     if not seqs:
         return set()
-    conditions, params = filters.conditions("m")
-    owners = filters.owner_hex
-    if owners is not None:
-        conditions.append(f"m.owner_id IN ({_marks(owners)})")
-        params += owners
+    conditions, params = filters.sql("m")
     sql = f"SELECT m.seq FROM memories AS m WHERE m.seq IN ({_marks(seqs)}) AND {' AND '.join(conditions)}"
     params = [*seqs, *params]
     with connection.cursor() as cursor:
@@ -175,37 +146,19 @@ class _Resolution(dict):
         )
 
 
-def _vector_hits(ctx, filters: Filters, query: str, k: int, resolution) -> list[tuple[int, float]]:
-    """(seq, cosine) of the nearest vectors of the owners, best first (not yet filtered)."""
+def _vector_hits(ctx, store, filters: Filters, query: str, k: int, resolution) -> list[tuple[int, float]]:
+    """(seq, cosine) of the ``k`` nearest visible memories in ``store``, best first. Before searching
+    the database store, a few memories still without a vector are embedded (a mirror is written after
+    commit: a read does not wait for it)."""
     from memory.services.indexing import lazy_index, query_vector
 
-    lazy = lazy_index(filters.owner_ids, ctx, limit=LAZY_EMBED_PER_REQUEST)
-    vector = query_vector(ctx, query)
-    if lazy.incomplete:
+    lazy = lazy_index(filters.owner_ids, ctx, limit=LAZY_EMBED_PER_REQUEST) if store.in_database else None
+    vector = query_vector(ctx, query, store)
+    if lazy is not None and lazy.incomplete:
         # After a rebuild, or while the embedding source fails: those memories are only found by keyword.
         waiting = f"{lazy.left} memories could not be embedded yet" if lazy.left else "more memories may wait"
         resolution.fallback(f"{waiting} (reindex in progress): only keyword search finds them")
-    owners = filters.owner_hex
-    if owners is None:
-        owners = [str(pk).replace("-", "") for pk in ApiKey.objects.values_list("pk", flat=True)]
-    # Over-fetch: expiry, session and retention are applied when the rows are loaded.
-    raw = ctx.store.search(owner_ids=owners, vector=vector, k=k * 3 if filters.session_id else k + 10)
-    return [(h.seq, h.score) for h in raw]
-
-
-def _qdrant_hits(ctx, filters: Filters, query: str, k: int) -> list[tuple[int, float]]:
-    """Qdrant applies owner, session, expiry and retention filters itself."""
-    from memory.services.indexing import query_vector
-
-    vector = query_vector(ctx, query)
-    raw = ctx.store.search(
-        owner_ids=filters.owner_hex,
-        vector=vector,
-        k=k,
-        session_id=filters.session_id,
-        now=filters.now,
-        created_after=filters.created_after,
-    )
+    raw = store.search(vector=vector, k=k, visibility=filters)
     return [(h.seq, h.score) for h in raw]
 
 
@@ -229,8 +182,8 @@ def retrieve(
     when anything matched). ``touch`` bumps the access counters of what is
     returned (the chat path), without rewriting the FTS index.
     ``filter_irrelevant=False`` keeps the matches the gateway drops (vector-only
-    matches below ``MEMORY_VEC_MIN_SCORE``, recent memories sharing no query
-    word), flagged ``below_floor``. ``use_vectors=False`` skips the vector tier
+    matches below the model's floor, ``vec_min_score``; recent memories sharing no
+    query word), flagged ``below_floor``. ``use_vectors=False`` skips the vector tier
     (FTS-only evaluation).
     """
     started = time.perf_counter()
@@ -255,13 +208,17 @@ def retrieve(
         fallbackReason=None,
     )
     hits: list[Hit] | None = None
+    reranking = bool(query and settings.rerankEnabled and settings.rerankProviderModel)
+    timings: dict[str, float] = {}
+    # A local reranker reorders a fixed depth of candidates, whatever the caller keeps of them.
+    candidates = max(limit, rerank_depth(settings)) if reranking else limit
 
     if strategy in ("semantic", "hybrid") and use_vectors:
-        hits = _vector_tier(strategy, settings, filters, query, limit, resolution)
+        hits = _vector_tier(strategy, settings, filters, query, candidates, resolution)
         if hits is not None:
             resolution["strategyUsed"] = strategy
     if hits is None and strategy != "exact":
-        hits = _fts_tier(filters, query, limit, resolution)
+        hits = _fts_tier(filters, query, candidates, resolution)
         if hits is not None:
             resolution["strategyUsed"] = "keyword"
     if hits is None:
@@ -270,11 +227,14 @@ def retrieve(
     if filter_irrelevant:
         hits = [h for h in hits if not h.below_floor]
 
-    if hits and query and settings.rerankEnabled and settings.rerankProviderModel:
-        from memory.retrieval.rerank import rerank
-
-        hits, applied = rerank(hits, query, settings)
-        resolution["rerankApplied"] = applied
+    if hits and reranking:
+        rerank_started = time.perf_counter()
+        outcome = rerank(hits, query, settings)
+        timings["rerank"] = round((time.perf_counter() - rerank_started) * 1000, 3)
+        hits = outcome.hits
+        resolution["rerankApplied"] = outcome.applied
+        if not outcome.applied and outcome.reason:
+            resolution.fallback(f"rerank not applied: {outcome.reason}")
 
     for hit in hits:
         hit.tokens = estimate_tokens(hit.memory.content)
@@ -286,8 +246,16 @@ def retrieve(
         resolution=dict(resolution),
         total_tokens=total,
         budget_max_tokens=max_tokens,
-        timings_ms={"total": round((time.perf_counter() - started) * 1000, 3)},
+        timings_ms={"total": round((time.perf_counter() - started) * 1000, 3), **timings},
     )
+
+
+def vec_min_score(model: str | None) -> float:
+    """The gateway's floor for memories found only by the vector search with ``model``:
+    ``MEMORY_VEC_MIN_SCORE`` when the operator set it, else the model's calibrated floor
+    (``memory.embeddings.catalog``; how each was calibrated: docs/retrieval-quality.md)."""
+    override = django_settings.MEMORY_VEC_MIN_SCORE
+    return float(override) if override is not None else catalog.min_score(model)
 
 
 def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[Hit] | None:
@@ -303,43 +271,48 @@ def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[
         resolution.fallback(ctx.reason or "no vector tier")
         return None
     k = max(limit, VEC_TOP_K)
+    floor = vec_min_score(ctx.resolution.model)
     fts = _FtsRequest(filters, query, k) if strategy == "hybrid" else None
-    if ctx.store_name == "qdrant":
+    stores = ctx.search_stores()
+    for store, fallback in zip(stores, [*stores[1:], None], strict=True):
+        if not store.in_database:
+            # A mirror is written after commit and may lag or be away: an empty answer or any
+            # failure moves on to the next store (the database store), else to keyword search.
+            then = fallback.name if fallback is not None else "keyword search"
+            try:
+                vec = _vector_hits(ctx, store, filters, query, k, resolution)
+                if not vec:
+                    resolution.fallback(f"{store.name} returned 0 results — falling back to {then}")
+            except Exception as exc:
+                logger.warning("%s search failed: %s", store.name, exc)
+                vec = []
+                resolution.fallback(f"{store.name} search failed: {type(exc).__name__}")
+            if vec:
+                resolution["vectorStore"] = store.name
+                ranked = _rank(strategy, settings, filters, fts, k, vec, store.name, limit, query)
+                return _mark_weak(ranked, floor)
+            continue
         try:
-            vec = _qdrant_hits(ctx, filters, query, k)
-            if not vec:
-                resolution.fallback("Qdrant returned 0 results — falling back to sqlite-vec")
-        except Exception as exc:
-            logger.warning("qdrant search failed: %s", exc)
-            vec = []
-            resolution.fallback(f"qdrant search failed: {type(exc).__name__}")
-        if vec:
-            resolution["vectorStore"] = "qdrant"
-            return _mark_weak(_rank(strategy, settings, filters, fts, k, vec, "qdrant", limit, query))
-        if ctx.write_store is None:
+            vec = _vector_hits(ctx, store, filters, query, k, resolution)
+        except EmbeddingError as exc:
+            resolution.fallback(f"embedding failed: {exc.message}")
             return None
-        ctx.store, ctx.store_name = ctx.write_store, "sqlite-vec"
-    try:
-        vec = _vector_hits(ctx, filters, query, k, resolution)
-    except EmbeddingError as exc:
-        resolution.fallback(f"embedding failed: {exc.message}")
-        return None
-    except IndexMismatch as exc:
-        resolution.fallback(f"{exc}; reindex pending")
-        return None
-    except Exception as exc:  # a broken store must degrade to FTS, never fail the request
-        logger.exception("vector search failed (%s)", ctx.store_name)
-        resolution.fallback(f"vector search failed: {type(exc).__name__}")
-        return None
-    resolution["vectorStore"] = ctx.store_name
-    return _mark_weak(_rank(strategy, settings, filters, fts, k, vec, "vector", limit, query))
+        except IndexMismatch as exc:
+            resolution.fallback(f"{exc}; reindex pending")
+            return None
+        except Exception as exc:  # a broken store must degrade to FTS, never fail the request
+            logger.exception("vector search failed (%s)", store.name)
+            resolution.fallback(f"vector search failed: {type(exc).__name__}")
+            return None
+        resolution["vectorStore"] = store.name
+        return _mark_weak(_rank(strategy, settings, filters, fts, k, vec, "vector", limit, query), floor)
+    return None
 
 
-def _mark_weak(hits: list[Hit]) -> list[Hit]:
-    """Mark the memories found only by a weak vector match (``MEMORY_VEC_MIN_SCORE``):
+def _mark_weak(hits: list[Hit], floor: float) -> list[Hit]:
+    """Mark the memories found only by a weak vector match (under ``floor``, ``vec_min_score``):
     noise in a prompt (they cost tokens and can mislead), so the gateway drops them. A turn
     whose session matched the keywords is not vector-only: its session is keyword evidence."""
-    floor = django_settings.MEMORY_VEC_MIN_SCORE
     for hit in hits:
         hit.below_floor = hit.fts_score is None and hit.session_score is None and (hit.vec_score or 0) < floor
     return hits

@@ -59,6 +59,7 @@ from django.conf import settings
 from django.db import connection
 
 from memory.retrieval.relevance import query_terms
+from memory.visibility import Visibility, owner_hex
 
 MAX_TERMS = 32
 MAX_QUERY_CHARS = 2048
@@ -283,16 +284,9 @@ def read_conditions(
 ) -> tuple[list[str], list]:
     """The SQL conditions (on the ``memories`` table as ``alias``) and parameters of the read filters
     other than the owner: not expired at ``now``, in ``session_id``, created from ``created_after``."""
-    dt = connection.ops.adapt_datetimefield_value
-    conditions = [f"({alias}.expires_at IS NULL OR {alias}.expires_at > %s)"]
-    values: list = [dt(now)]
-    if session_id:
-        conditions.append(f"{alias}.session_id = %s")
-        values.append(session_id)
-    if created_after is not None:
-        conditions.append(f"{alias}.created_at >= %s")
-        values.append(dt(created_after))
-    return conditions, values
+    return Visibility(owner_ids=None, now=now, session_id=session_id, created_after=created_after).sql(
+        alias, owners=False
+    )
 
 
 @dataclass
@@ -515,7 +509,7 @@ def fts_search(
     ``max(limit * 4, 100)``), the first ``limit`` that pass the other filters. Returns [] when the
     query has no term."""
     terms = query_terms((query or "")[:MAX_QUERY_CHARS])[:MAX_TERMS]
-    owners = None if owner_ids is None else [str(o).replace("-", "") for o in owner_ids]
+    owners = None if owner_ids is None else [owner_hex(o) for o in owner_ids]
     if not terms or owners == [] or limit <= 0:
         return []
     conditions = read_conditions("m", now=now, session_id=session_id, created_after=created_after)

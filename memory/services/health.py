@@ -30,6 +30,7 @@ from memory.retrieval.fts import fts_search
 from memory.services.indexing import index_memories, vector_context
 from memory.services.memories import MemoryInput, memory_create
 from memory.services.retention import delete_memories
+from memory.visibility import Visibility
 
 logger = logging.getLogger("memory.health")
 
@@ -99,7 +100,7 @@ class _Probe:
         if index_memories([memory], ctx) != 1:
             raise RuntimeError("the probe memory could not be indexed")
         query = ctx.source.embed_one(self.content)
-        hits = ctx.store.search(owner_ids=[str(self.owner.pk)], vector=query, k=3)
+        hits = ctx.store.search(vector=query, k=3, visibility=Visibility(owner_ids=[self.owner.pk]))
         if not any(hit.seq == memory.seq for hit in hits):
             raise RuntimeError(f"the probe memory was not found by vector search ({ctx.store_name})")
 

@@ -26,9 +26,11 @@ from memory.conf import MemorySettings, get_memory_settings
 from memory.embeddings.base import EmbeddingError, EmbeddingSource
 from memory.embeddings.runtime import Resolution, get_source
 from memory.models import Memory
+from memory.services import vectorsync
 from memory.signals import reindex_progress
 from memory.vectorstores.base import VectorItem, VectorStore
-from memory.vectorstores.registry import active_store, sqlite_vec_choice
+from memory.vectorstores.registry import active_store, database_choice
+from memory.visibility import owner_hex
 
 logger = logging.getLogger("memory.indexing")
 
@@ -42,9 +44,10 @@ class VectorContext:
     """The live embedding source and vector stores, or the reason there are none.
 
     ``store`` is where searches go first (Qdrant when selected, else
-    sqlite-vec); ``write_store`` is sqlite-vec, which always receives the
-    vectors (when loaded) so that a Qdrant outage degrades to sqlite-vec;
-    Qdrant, when enabled, is mirrored after each write.
+    sqlite-vec); ``write_store`` is the database store (sqlite-vec), which
+    always receives the vectors (when loaded) so that a Qdrant outage degrades
+    to sqlite-vec; the mirrors (Qdrant, when enabled) follow every write
+    (``memory.services.vectorsync``).
     """
 
     source: EmbeddingSource | None
@@ -58,12 +61,18 @@ class VectorContext:
     def usable(self) -> bool:
         return self.source is not None and (self.store is not None or self.write_store is not None)
 
+    def search_stores(self) -> list[VectorStore]:
+        """The stores a search tries, in order: ``store``, then the database store when it is
+        another one (the fallback of a mirror that fails or lags)."""
+        stores = [s for s in (self.store, self.write_store) if s is not None]
+        return [s for i, s in enumerate(stores) if all(s.name != t.name for t in stores[:i])]
+
 
 def vector_context(settings: MemorySettings | None = None) -> VectorContext:
     settings = settings or get_memory_settings()
     source, resolution = get_source(settings)
     choice = active_store(settings)
-    write_store = sqlite_vec_choice().store
+    write_store = database_choice().store
     reason = None
     if source is None:
         reason = resolution.reason
@@ -142,14 +151,15 @@ _repair_lock = threading.Lock()
 _repair_requested: dict[tuple[str, str], float] = {}
 
 
-def query_vector(ctx: VectorContext, text: str):
-    """Embed a query. Reads never rebuild the index: when the stored vectors come
-    from another model, searching them would be meaningless, so this raises
-    ``IndexMismatch`` (retrieval falls back to FTS) and schedules the reindex
-    that rebuilds the index, in case nothing else did (an ``auto`` source that
-    resolves to a newly built model, a changed environment default)."""
+def query_vector(ctx: VectorContext, text: str, store: VectorStore | None = None):
+    """Embed a query for ``store`` (default: ``ctx.store``). Reads never rebuild the
+    index: when the stored vectors come from another model, searching them would be
+    meaningless, so this raises ``IndexMismatch`` (retrieval falls back to FTS) and
+    schedules the reindex that rebuilds the index, in case nothing else did (an
+    ``auto`` source that resolves to a newly built model, a changed environment
+    default)."""
     vector = ctx.source.embed([text])[0]
-    store = ctx.store or ctx.write_store
+    store = store or ctx.store or ctx.write_store
     live = store.signature()
     expected = store.full_signature(ctx.source.signature)
     if live is not None and live != expected:
@@ -176,28 +186,20 @@ def forget_repair_requests() -> None:
 
 
 def index_memories(memories: Sequence[Memory], ctx: VectorContext) -> int:
-    """Embed and store the vectors of ``memories``; returns how many were indexed.
+    """Embed and store the vectors of ``memories`` in every active index
+    (:func:`memory.services.vectorsync.write`); returns how many were indexed.
 
-    sqlite-vec is written in one transaction with the ``needs_reindex`` flags;
-    Qdrant (when enabled) is written after it, outside the SQLite write lock.
+    The database store is written in one transaction with the ``needs_reindex``
+    flags; the mirrors after it, outside the SQLite write lock.
     Raises ``EmbeddingError`` when the source fails (nothing is marked done).
     """
-    from memory.vectorstores.qdrant import mirror_upsert
-
     if not memories:
         return 0
     vectors = embed_texts(ctx, [m.content for m in memories])
     items = [VectorItem(m.seq, str(m.owner_id), v) for m, v in zip(memories, vectors, strict=True)]
-    done = 0
-    if ctx.write_store is not None:
-        with transaction.atomic():
-            ctx.write_store.upsert(items)
-            done = _mark_indexed(memories)
-    # A network call: never inside the SQLite write transaction.
-    mirrored = mirror_upsert(items, signature=ctx.source.signature)
-    if ctx.write_store is None and mirrored == len(items):
-        done = _mark_indexed(memories)
-    return done
+    return vectorsync.write(
+        items, database=ctx.write_store, signature=ctx.source.signature, mark=lambda: _mark_indexed(memories)
+    )
 
 
 def _mark_indexed(memories: Sequence[Memory]) -> int:
@@ -229,9 +231,7 @@ def index_inline(
     (bulk imports then need no second pass); returns how many were indexed.
     ``new_rows_above``: the memories are exactly the rows above this ``seq``,
     inserted in this transaction, so their flags are cleared in one statement
-    and no old vectors need deleting. Qdrant is mirrored after commit."""
-    from memory.vectorstores.qdrant import mirror_upsert
-
+    and no old vectors need deleting. The mirrors are written after commit."""
     if not memories:
         return 0
     try:
@@ -240,9 +240,9 @@ def index_inline(
         logger.warning("inline embedding of %s memories failed (%s); left to reindex", len(memories), exc)
         return 0
     items = [VectorItem(m.seq, str(m.owner_id), v) for m, v in zip(memories, vectors, strict=True)]
-    ctx.write_store.upsert(items, new=new_rows_above is not None)
-    signature = ctx.source.signature
-    transaction.on_commit(lambda: mirror_upsert(items, signature=signature))
+    vectorsync.write_in_transaction(
+        items, database=ctx.write_store, signature=ctx.source.signature, new=new_rows_above is not None
+    )
     if new_rows_above is None:
         return _mark_indexed(memories)
     with connection.cursor() as cursor:
@@ -293,7 +293,7 @@ def lazy_index(owner_ids, ctx: VectorContext, *, limit: int) -> LazyIndexed:
     sql = "SELECT seq FROM memories INDEXED BY memory_needs_reindex WHERE needs_reindex"
     params: list = []
     if owner_ids is not None:
-        owners = [str(o).replace("-", "") for o in owner_ids]
+        owners = [owner_hex(o) for o in owner_ids]
         sql += f" AND owner_id IN ({', '.join(['%s'] * len(owners))})"
         params += owners
     sql += " ORDER BY created_at DESC LIMIT %s"
@@ -404,28 +404,14 @@ def reindex_all(*, progress: Callable[[int, int], None] | None = None, batch: in
         if remaining == 0 or result["processed"] == 0:
             break
         _progress(progress, done, total, finished=False)
-    qdrant = _qdrant_backfill()
+    backfill = vectorsync.backfill_mirrors(retention_days=get_memory_settings().retentionDays)
     compact = getattr(ctx.write_store, "compact_log", None)
     if compact is not None and done >= LOG_COMPACT_AFTER:
         # Replaying a huge change log would cost every process more than reloading.
         compact()
     _progress(progress, done, total, finished=True)
     logger.info("reindex finished: %s processed, %s errors, %s pending", done, errors, remaining)
-    return {"processed": done, "errors": errors, "pending": remaining, "reason": None, "qdrant": qdrant}
-
-
-def _qdrant_backfill() -> dict | None:
-    """Write the live memories missing from the Qdrant collection (when Qdrant is on)."""
-    from memory.qdrant_conf import get_qdrant_settings
-    from memory.vectorstores import qdrant
-
-    if not get_qdrant_settings().active:
-        return None
-    try:
-        return qdrant.backfill(retention_days=get_memory_settings().retentionDays)
-    except qdrant.QdrantUnavailable as exc:
-        logger.warning("reindex: Qdrant backfill skipped: %s", exc)
-        return {"error": str(exc)}
+    return {"processed": done, "errors": errors, "pending": remaining, "reason": None, "mirrors": backfill}
 
 
 def _progress(callback, done: int, total: int, *, finished: bool) -> None:

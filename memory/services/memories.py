@@ -3,7 +3,8 @@
 Services assume validated input (serializers and forms validate at the edge)
 and raise :mod:`memory.exceptions` for domain failures. FTS5 follows through
 the triggers of migration 0002 and the vector table through its delete
-trigger, inside the same transaction as the row.
+trigger, inside the same transaction as the row; the other vector indexes
+follow through :mod:`memory.services.vectorsync`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from memory.models import ApiKey, Memory
+from memory.services import vectorsync
 from memory.services.indexing import (
     Pending,
     index_inline,
@@ -103,14 +105,10 @@ def _notify(action: str, memories: list[Memory]) -> None:
 
 
 def _after_write(memories: list[Memory]) -> None:
-    """Queue the vectors of memories whose content is new or changed; refresh the
-    Qdrant payload (session, expiry, type, key) of the others (L16)."""
-    from memory.vectorstores.qdrant import mirror_payload
-
+    """Queue the vectors of memories whose content is new or changed; have the indexes
+    refresh what they keep of the others (session, expiry, type, key: L16)."""
     schedule_indexing([m.seq for m in memories if m.needs_reindex])
-    unchanged = [m.seq for m in memories if not m.needs_reindex]
-    if unchanged:
-        transaction.on_commit(lambda: mirror_payload(unchanged))
+    vectorsync.after_update([m.seq for m in memories if not m.needs_reindex])
 
 
 def notify_bulk_change(owners) -> None:
@@ -235,13 +233,10 @@ def memory_update(memory: Memory, **changes: Any) -> Memory:
 @transaction.atomic
 def memory_delete(memory: Memory) -> None:
     """Delete the row; its FTS entry and sqlite-vec vector go with it in this
-    transaction, the Qdrant point after commit (best effort; cleanup catches misses)."""
-    from memory.vectorstores.qdrant import mirror_delete
-
+    transaction, the mirrors' vectors after commit (best effort; a sweep catches misses)."""
     _notify("deleted", [memory])
-    seq = memory.seq
-    Memory.objects.filter(seq=seq).delete()
-    transaction.on_commit(lambda: mirror_delete([seq]))
+    vectorsync.after_delete([memory.seq])
+    Memory.objects.filter(seq=memory.seq).delete()
 
 
 def _merge_batch(items: list[MemoryInput]) -> tuple[list[tuple[int, str | None]], dict]:

@@ -9,13 +9,19 @@ reports, is decided here. Settings writes are
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 
 from memory.conf import get_memory_settings
+from memory.embeddings import runtime
+from memory.embeddings.base import EmbeddingError
 from memory.qdrant_conf import get_qdrant_settings
-from memory.vectorstores.qdrant import QdrantUnavailable, cleanup_expired, probe, search_memories
+from memory.shapes import iso
+from memory.vectorstores.qdrant import QdrantUnavailable, cleanup_expired, probe, qdrant_health, usable_store
+from memory.vectorstores.qdrant.client import elapsed_ms, mark_failed
+from memory.visibility import Visibility
 
 logger = logging.getLogger("memory.qdrant")
 
@@ -50,10 +56,63 @@ def qdrant_check() -> QdrantCheck:
     return QdrantCheck(configured=True, ok=result.ok, latency_ms=result.latency_ms, error=result.error)
 
 
+def qdrant_status() -> dict:
+    """``{enabled, healthy, latencyMs, error}`` for the engine status (asks Qdrant when enabled)."""
+    return qdrant_health()
+
+
 def qdrant_search(*, query: str, top_k: int, owner_ids: Collection[uuid.UUID] | None) -> dict:
     """The memories nearest to ``query`` in Qdrant, limited to ``owner_ids`` (None = every owner):
-    ``{ok, results, latencyMs?, collection?, error?}``; a failure is ``ok: false``, never raised."""
-    return search_memories(query=query, top_k=top_k, owner_ids=owner_ids)
+    ``{ok, results, latencyMs?, collection?, error?}``; a failure is ``ok: false``, never raised.
+
+    The visible memories only (owners, expiry), filtered inside Qdrant and again when the
+    memories are loaded."""
+    cfg = get_qdrant_settings()
+    if not cfg.active:
+        return {"ok": False, "results": [], "error": NOT_CONFIGURED}
+    source, resolution = runtime.get_source(get_memory_settings())
+    if source is None:
+        return {"ok": False, "results": [], "error": f"no embedding source: {resolution.reason}"}
+    started = time.perf_counter()
+    visibility = Visibility(owner_ids=owner_ids)
+    try:
+        store = usable_store()
+    except QdrantUnavailable as exc:
+        return {"ok": False, "results": [], "error": str(exc)}
+    try:
+        vector = source.embed([query])[0]
+        store.ensure(signature=source.signature, dim=int(vector.shape[0]))
+        hits = store.search(vector=vector, k=top_k, visibility=visibility)
+    except EmbeddingError as exc:
+        return {"ok": False, "results": [], "error": f"embedding failed: {exc.message}"}
+    except Exception as exc:
+        error = mark_failed(cfg, exc)
+        logger.warning("qdrant search at %s failed: %s", cfg.target, error)
+        return {"ok": False, "results": [], "error": error}
+    memories = {m.seq: m for m in visibility.queryset().filter(seq__in=[h.seq for h in hits])}
+    results = [
+        {
+            "id": str(m.uuid),
+            "score": hit.score,
+            "payload": {
+                "apiKeyId": str(m.owner_id),
+                "sessionId": m.session_id or "",
+                "type": m.type,
+                "key": m.key or "",
+                "content": m.content,
+                "createdAt": iso(m.created_at),
+                "expiresAt": iso(m.expires_at),
+            },
+        }
+        for hit in hits
+        if (m := memories.get(hit.seq)) is not None
+    ]
+    return {
+        "ok": True,
+        "latencyMs": elapsed_ms(started),
+        "collection": store.collection,
+        "results": results,
+    }
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ format (reference L14), so cutoffs go through ``julianday()``.
 
 The reference's clear looked only at the 50 newest matches (B12) and counted
 attempts as deletions; here every match goes, in one transaction, and the
-count is what the database deleted. FTS entries and vectors follow through
-the delete triggers.
+count is what the database deleted. FTS entries and sqlite-vec vectors
+follow through the delete triggers, the other vector indexes after commit
+(:mod:`memory.services.vectorsync`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from django.db.models import F, FloatField, Func, QuerySet
 
 from memory.models import ApiKey, Memory
 from memory.selectors import live_memories
+from memory.services import vectorsync
 from memory.services.memories import notify_bulk_change
 
 logger = logging.getLogger("memory.services")
@@ -50,12 +52,13 @@ def delete_rows(rows: Sequence[tuple[int, Any]]) -> int:
     number of query parameters); returns how many were deleted.
 
     Sends one ``memory_changed`` (action ``"bulk"``) per owner after commit
-    instead of one per row.
+    instead of one per row, and has every vector index drop them.
     """
     seqs = [int(seq) for seq, _owner in rows]
     owners = list(dict.fromkeys(owner for _seq, owner in rows))
     deleted = 0
     with transaction.atomic():
+        vectorsync.after_delete(seqs)
         for start in range(0, len(seqs), DELETE_CHUNK):
             count, _ = Memory.objects.filter(seq__in=seqs[start : start + DELETE_CHUNK]).delete()
             deleted += count

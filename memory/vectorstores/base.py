@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from memory.visibility import Visibility
 
 
 @dataclass(frozen=True)
@@ -24,14 +28,22 @@ class VectorItem:
 
 
 class VectorStore:
-    """A store of one vector per memory, searchable per owner.
+    """A store of one vector per memory, searchable under a :class:`~memory.visibility.Visibility`.
 
-    Implementations must never return a memory of an owner that was not
-    asked for, and must make ``upsert`` idempotent (a second upsert of the
-    same ``seq`` replaces the vector).
+    Implementations must never return a memory that the visibility hides (another owner's, an expired
+    one, another session's, one older than the retention window), and must make ``upsert`` idempotent
+    (a second upsert of the same ``seq`` replaces the vector).
+
+    Writes reach a store through :mod:`memory.services.vectorsync` only, which fans every write and
+    delete out to each active store; nothing else names a concrete store.
     """
 
     name = "base"
+    # True: the vectors live in the SQLite database; they are written inside the caller's transaction
+    # and go with their rows whatever deletes them (a trigger), and searches read the filter columns
+    # from the rows. False: a mirror elsewhere (a server), written after commit, best effort, which
+    # keeps its own copy of the filter fields (see ``refresh``) and may lag behind the rows.
+    in_database = False
 
     def ensure(self, *, signature: str, dim: int) -> bool:
         """Make the store ready for vectors of ``signature``/``dim``.
@@ -49,8 +61,18 @@ class VectorStore:
         """Remove the vectors of ``seqs``; unknown ids are ignored."""
         raise NotImplementedError
 
-    def search(self, *, owner_ids: Sequence[str], vector: np.ndarray, k: int) -> list[VectorHit]:
-        """The ``k`` nearest vectors among ``owner_ids``' memories, best first."""
+    def refresh(self, seqs: Iterable[int]) -> int:
+        """The filter fields (session, expiry) of these memories changed but not their content: make
+        searches see the new values without re-embedding. Returns how many memories were refreshed.
+        The default does nothing: a store that reads the fields from the rows is always current."""
+        return 0
+
+    def search(self, *, vector: np.ndarray, k: int, visibility: Visibility) -> list[VectorHit]:
+        """The ``k`` nearest vectors among the memories ``visibility`` shows, best first.
+
+        ``k`` counts visible memories only: a nearer hidden memory never takes a place. An empty
+        owner set finds nothing; ``owner_ids=None`` searches every owner.
+        """
         raise NotImplementedError
 
     def signature(self) -> str | None:
@@ -64,3 +86,20 @@ class VectorStore:
     def count(self) -> int:
         """How many vectors are stored (0 when the store is not built)."""
         raise NotImplementedError
+
+    def backfill(self, *, retention_days: int | None) -> dict | None:
+        """Write the vectors of the visible memories the store is missing (a mirror that missed writes,
+        a new collection); memories older than ``retention_days`` are skipped. Returns what it did,
+        ``{upserted, errors, reason}``. Default None: the reindex queue (``needs_reindex``) fills the
+        store itself."""
+        return None
+
+    def sweep(self, *, retention_days: int) -> int:
+        """Remove the vectors of memories that are gone, expired, or older than ``retention_days``;
+        returns how many were removed. Default 0: vectors that go with their rows leave nothing."""
+        return 0
+
+    def note_failure(self, exc: BaseException) -> str:
+        """Record that a call to this store failed and describe it for a log line (never a secret).
+        A mirror that failed is left out of writes and searches for a while (the registry)."""
+        return str(exc)

@@ -1,4 +1,9 @@
-"""Which vector store is live for the current settings (resolved lazily, no import-time I/O)."""
+"""Which vector stores are live for the current settings (resolved lazily, no import-time I/O).
+
+The one place that names the implementations: ``active_store`` is where searches go first,
+``database_choice`` the store inside the SQLite database (written in the write transaction), and
+``mirror_stores`` the stores that writes are copied to after commit (``memory.services.vectorsync``).
+"""
 
 from __future__ import annotations
 
@@ -38,6 +43,11 @@ def sqlite_vec_choice() -> StoreChoice:
     return StoreChoice(SqliteVecStore(), "sqlite-vec", "sqlite-vec active")
 
 
+def database_choice() -> StoreChoice:
+    """The store that lives in the SQLite database, when it can be used (sqlite-vec loaded)."""
+    return sqlite_vec_choice()
+
+
 def active_store(settings: MemorySettings) -> StoreChoice:
     """Qdrant when selected and enabled, else sqlite-vec when loaded, else none."""
     if settings.vectorStore == "qdrant":
@@ -54,3 +64,23 @@ def active_store(settings: MemorySettings) -> StoreChoice:
         fallback = sqlite_vec_choice()
         return StoreChoice(fallback.store, fallback.name, f"{choice.reason}; {fallback.reason}")
     return sqlite_vec_choice()
+
+
+def mirror_stores(*, paused_too: bool = False) -> list[VectorStore]:
+    """The stores outside the database that every write is copied to after commit: Qdrant when it is
+    on (enabled and configured, whether or not searches use it), unless a call to it failed moments
+    ago (``paused_too``: even then, for maintenance). Asks no store anything."""
+    from memory.vectorstores.qdrant import mirror_store
+
+    try:
+        store = mirror_store(paused_too=paused_too)
+    except ImportError:  # qdrant-client is an optional dependency
+        return []
+    return [store] if store is not None else []
+
+
+def mirrors_enabled() -> bool:
+    """Whether any store outside the database is on (a cheap settings read, no store is built)."""
+    from memory.qdrant_conf import get_qdrant_settings
+
+    return get_qdrant_settings().active

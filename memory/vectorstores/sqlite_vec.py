@@ -42,10 +42,11 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memory.models import Memory, VectorMeta
+from memory.models import ApiKey, Memory, VectorMeta
 from memory.vectorstores import int8scan
 from memory.vectorstores.base import VectorHit, VectorItem, VectorStore
 from memory.vectorstores.int8scan import Int8Codes
+from memory.visibility import Visibility, owner_hex
 
 logger = logging.getLogger("memory.vectorstores")
 
@@ -64,10 +65,6 @@ CHUNK_SIZE = 64
 def table_exists(cursor, name: str = TABLE) -> bool:
     cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [name])
     return cursor.fetchone() is not None
-
-
-def _hex(owner_id) -> str:
-    return str(owner_id).replace("-", "")
 
 
 @dataclass
@@ -165,12 +162,14 @@ class _OwnerMatrix:
             scores = self.matrix[: self.size] @ query
         else:
             scores = self.matrix[rows] @ query
-        if k < len(rows):
-            best = np.argpartition(-scores, k - 1)[:k]
-            best = best[np.argsort(-scores[best])]
-        else:
-            best = np.argsort(-scores)
-        return [VectorHit(seq=int(self.seqs[rows[i]]), score=float(scores[i])) for i in best]
+        return _best(self.seqs[rows], scores, k)
+
+    def top_k_among(self, query: np.ndarray, k: int, allowed: np.ndarray) -> list[VectorHit]:
+        """The ``k`` best rows whose seq is in ``allowed`` (a full scan of those rows only)."""
+        rows = np.nonzero(np.isin(self.seqs[: self.size], allowed))[0]
+        if len(rows) == 0:
+            return []
+        return _best(self.seqs[rows], self.matrix[rows] @ query, k)
 
     def _int8_candidates(self, query: np.ndarray, k: int) -> np.ndarray | None:
         """The rows that can be in the top ``k`` (``memory.vectorstores.int8scan``), for matrices of at
@@ -189,6 +188,16 @@ class _OwnerMatrix:
             logger.exception("int8 pre-scan failed; scanning in float32", extra={"rows": self.size})
             self.codes = None
             return None
+
+
+def _best(seqs: np.ndarray, scores: np.ndarray, k: int) -> list[VectorHit]:
+    """The ``k`` best of ``scores`` (one per seq), best first."""
+    if k < len(scores):
+        best = np.argpartition(-scores, k - 1)[:k]
+        best = best[np.argsort(-scores[best])]
+    else:
+        best = np.argsort(-scores)
+    return [VectorHit(seq=int(seqs[i]), score=float(scores[i])) for i in best]
 
 
 class _MatrixCache:
@@ -274,6 +283,7 @@ MATRIX_CACHE = _MatrixCache()
 
 class SqliteVecStore(VectorStore):
     name = "sqlite-vec"
+    in_database = True
 
     def __init__(self, *, quantization: str | None = None, chunk_size: int | None = None):
         self.quantization = quantization or settings.MEMORY_VEC_QUANTIZATION
@@ -343,7 +353,7 @@ class SqliteVecStore(VectorStore):
             return
         int8 = self.is_int8()
         value = "vec_int8(%s)" if int8 else "%s"
-        rows = [(int(i.seq), _hex(i.owner_id), self._encode(i.vector, int8)) for i in items]
+        rows = [(int(i.seq), owner_hex(i.owner_id), self._encode(i.vector, int8)) for i in items]
         with connection.cursor() as cursor:
             existing = [] if new else self._existing(cursor, [row[0] for row in rows])
             for start in range(0, len(existing), 500):
@@ -390,21 +400,43 @@ class SqliteVecStore(VectorStore):
                 )
                 cursor.execute(f"DELETE FROM {TABLE} WHERE rowid IN ({marks})", part)
 
-    def search(self, *, owner_ids: Sequence[str], vector: np.ndarray, k: int) -> list[VectorHit]:
+    def search(self, *, vector: np.ndarray, k: int, visibility: Visibility) -> list[VectorHit]:
+        """The nearest visible vectors. The owners' partitions are scanned for the ``candidates``
+        nearest, whose rows are then checked against the other filters (expiry, session, retention)
+        in one primary-key query; when too many of them are hidden to leave ``k`` (a session, a short
+        retention), the visible rows are listed first and only they are scored."""
+        if k <= 0 or visibility.nobody:
+            return []
         state = _State.read()
         if state.signature is None:  # never built
             return []
         query = np.asarray(vector, dtype=np.float32)
-        hits: list[VectorHit] = []
+        owners = visibility.owner_hex
+        if owners is None:
+            # Partitions are per owner: every owner is every key (the health probe's left out).
+            owners = [owner_hex(pk) for pk in ApiKey.objects.values_list("pk", flat=True)]
+        # Room for the hits the filters remove, so that one pass nearly always suffices.
+        candidates = k * 3 if visibility.session_id else k + 10
         with connection.cursor() as cursor:
-            for owner in owner_ids:
-                owner = _hex(owner)
-                entry = MATRIX_CACHE.get(owner, state, cursor)
-                if entry is not None:
-                    with entry.lock:
-                        hits.extend(entry.top_k(query, k))
-                else:
-                    hits.extend(self._knn(cursor, owner, query, k, state.int8))
+            nearest = self._nearest(cursor, owners, query, candidates, state)
+            visible = self._visible(cursor, visibility, [hit.seq for hit in nearest])
+            kept = [hit for hit in nearest if hit.seq in visible]
+            if len(kept) >= k or len(nearest) < candidates:
+                return kept[:k]
+            return self._nearest_visible(cursor, visibility, owners, query, k, state)
+
+    def _nearest(
+        self, cursor, owners: list[str], query: np.ndarray, k: int, state: _State
+    ) -> list[VectorHit]:
+        """The ``k`` nearest vectors of ``owners``, whatever their rows say."""
+        hits: list[VectorHit] = []
+        for owner in owners:
+            entry = MATRIX_CACHE.get(owner, state, cursor)
+            if entry is not None:
+                with entry.lock:
+                    hits.extend(entry.top_k(query, k))
+            else:
+                hits.extend(self._knn(cursor, owner, query, k, state.int8))
         hits.sort(key=lambda hit: hit.score, reverse=True)
         return hits[:k]
 
@@ -416,6 +448,61 @@ class SqliteVecStore(VectorStore):
             [self._encode(query, int8), int(k), owner],
         )
         return [VectorHit(seq=row[0], score=1.0 - float(row[1])) for row in cursor.fetchall()]
+
+    def _visible(self, cursor, visibility: Visibility, seqs: list[int]) -> set[int]:
+        if not seqs:
+            return set()
+        conditions, params = visibility.sql("m")
+        cursor.execute(
+            f"SELECT m.seq FROM memories AS m WHERE m.seq IN ({', '.join(['%s'] * len(seqs))}) "
+            f"AND {' AND '.join(conditions)}",
+            [*seqs, *params],
+        )
+        return {int(row[0]) for row in cursor.fetchall()}
+
+    def _nearest_visible(
+        self, cursor, visibility: Visibility, owners: list[str], query: np.ndarray, k: int, state: _State
+    ) -> list[VectorHit]:
+        """The ``k`` nearest among the visible rows of ``owners``, listed first (exact, whatever the
+        share of hidden rows)."""
+        conditions, params = Visibility(
+            owner_ids=owners,
+            now=visibility.now,
+            session_id=visibility.session_id,
+            created_after=visibility.created_after,
+        ).sql("m")
+        cursor.execute(
+            f"SELECT m.owner_id, m.seq FROM memories AS m WHERE {' AND '.join(conditions)}", params
+        )
+        by_owner: dict[str, list[int]] = {}
+        for owner, seq in cursor.fetchall():
+            by_owner.setdefault(owner_hex(owner), []).append(int(seq))
+        hits: list[VectorHit] = []
+        for owner, seqs in by_owner.items():
+            entry = MATRIX_CACHE.get(owner, state, cursor)
+            if entry is not None:
+                with entry.lock:
+                    hits.extend(entry.top_k_among(query, k, np.asarray(seqs, dtype=np.int64)))
+            else:
+                hits.extend(self._scan(cursor, seqs, query, k, state.int8))
+        hits.sort(key=lambda hit: hit.score, reverse=True)
+        return hits[:k]
+
+    def _scan(self, cursor, seqs: list[int], query: np.ndarray, k: int, int8: bool) -> list[VectorHit]:
+        """The ``k`` best of these rows' vectors, read from the table (owners too large for the cache)."""
+        found: list[int] = []
+        vectors: list[np.ndarray] = []
+        for start in range(0, len(seqs), 500):
+            part = seqs[start : start + 500]
+            cursor.execute(
+                f"SELECT rowid, embedding FROM {TABLE} WHERE rowid IN ({', '.join(['%s'] * len(part))})", part
+            )
+            for seq, blob in cursor.fetchall():
+                found.append(int(seq))
+                vectors.append(_decode(blob, int8))
+        if not found:
+            return []
+        return _best(np.asarray(found, dtype=np.int64), np.stack(vectors) @ query, k)
 
     def compact_log(self) -> int:
         """Drop the change log (after a full reindex); every cache reloads once."""

@@ -4,7 +4,7 @@ import pytest
 
 from memory import conf, qdrant_conf
 from memory.models import Memory, Setting
-from memory.vectorstores import qdrant
+from memory.services import vectorsync
 from tests.factories import expired, make_memory
 from tests.memory.qdrant.conftest import items_for
 
@@ -167,7 +167,7 @@ def indexed(qdrant_on, source, alice, bob):
         "bob": make_memory(bob, "kiwi smoothie recipe"),
         "expired": make_memory(alice, "kiwi expired", expires_at=expired()),
     }
-    assert qdrant.mirror_upsert(items_for(*memories.values()), signature=source.signature) == 4
+    assert vectorsync.mirror_upsert(items_for(*memories.values()), signature=source.signature) == 4
     return memories
 
 
@@ -202,7 +202,7 @@ def test_a_bound_token_never_sees_other_owners(alice_api, indexed, bob):
 
 def test_search_defaults_to_five_results(admin_api, qdrant_on, source, alice):
     memories = [make_memory(alice, f"note {i}") for i in range(7)]
-    qdrant.mirror_upsert(items_for(*memories), signature=source.signature)
+    vectorsync.mirror_upsert(items_for(*memories), signature=source.signature)
     assert len(_ids(admin_api.post(SETTINGS + "/search", {"query": "note"}))) == 5
 
 

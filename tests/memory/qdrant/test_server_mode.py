@@ -7,6 +7,7 @@ import pytest
 
 from memory.qdrant_conf import update_qdrant_settings
 from memory.vectorstores import qdrant
+from memory.visibility import Visibility
 from tests.factories import hash_embed
 from tests.memory.qdrant.conftest import DIM
 
@@ -74,7 +75,9 @@ def test_search_rescores_and_filters_on_the_server(server, source, alice):
     )
     store = qdrant.QdrantStore()
     assert store.ensure(signature=source.signature, dim=DIM) is False
-    hits = store.search(owner_ids=[str(alice.pk)], vector=hash_embed("q", DIM), k=50, session_id="s1")
+    hits = store.search(
+        vector=hash_embed("q", DIM), k=50, visibility=Visibility(owner_ids=[str(alice.pk)], session_id="s1")
+    )
     assert [(h.seq, h.score) for h in hits] == [(7, 0.75)]
     body = json.loads(query.calls.last.request.content)
     assert body["limit"] == 50 and body["params"] == {"quantization": {"rescore": True}}

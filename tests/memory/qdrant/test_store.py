@@ -1,5 +1,5 @@
 """QdrantStore against qdrant-client's local mode: the VectorStore contract, filters inside Qdrant,
-one collection per embedding signature, quantisation, the write-path mirror."""
+one collection per embedding signature, quantisation, the write-path mirror (memory.services.vectorsync)."""
 
 import logging
 from datetime import timedelta
@@ -9,9 +9,12 @@ from django.utils import timezone
 from qdrant_client import models
 
 from memory.models import Memory
-from memory.qdrant_conf import update_qdrant_settings
+from memory.qdrant_conf import QdrantSettings, get_qdrant_settings, update_qdrant_settings
+from memory.services import vectorsync
 from memory.vectorstores import qdrant
 from memory.vectorstores.base import VectorItem
+from memory.vectorstores.qdrant import client
+from memory.visibility import Visibility
 from tests.factories import expired, hash_embed, make_memory
 from tests.memory.qdrant.conftest import DIM, HashSource, items_for, store_memories
 
@@ -37,20 +40,27 @@ def test_upsert_search_delete_count(qdrant_on, source, alice):
     b = make_memory(alice, "We deploy on Fridays")
     store = store_memories(source, a, b)
     assert store.count() == 2
-    hits = store.search(owner_ids=[alice.pk.hex], vector=hash_embed(a.content, DIM), k=10)
+    hits = store.search(
+        vector=hash_embed(a.content, DIM), k=10, visibility=Visibility(owner_ids=[alice.pk.hex])
+    )
     assert _seqs(hits)[0] == a.seq and hits[0].score == pytest.approx(1.0, abs=1e-5)
     assert set(_seqs(hits)) == {a.seq, b.seq}
     store.upsert(items_for(a))  # idempotent: replaces, never duplicates
     assert store.count() == 2
     store.delete([a.seq, 999_999])
     assert store.count() == 1
-    assert _seqs(store.search(owner_ids=[alice.pk.hex], vector=hash_embed(a.content, DIM), k=10)) == [b.seq]
+    assert _seqs(
+        store.search(vector=hash_embed(a.content, DIM), k=10, visibility=Visibility(owner_ids=[alice.pk.hex]))
+    ) == [b.seq]
 
 
 def test_k_is_not_capped_at_20(qdrant_on, source, alice):
     memories = [make_memory(alice, f"fact number {i}") for i in range(30)]
     store = store_memories(source, *memories)
-    assert len(store.search(owner_ids=[str(alice.pk)], vector=hash_embed("x", DIM), k=25)) == 25
+    assert (
+        len(store.search(vector=hash_embed("x", DIM), k=25, visibility=Visibility(owner_ids=[str(alice.pk)])))
+        == 25
+    )
 
 
 def test_owners_are_filtered_inside_qdrant(qdrant_on, source, alice, bob):
@@ -58,10 +68,17 @@ def test_owners_are_filtered_inside_qdrant(qdrant_on, source, alice, bob):
     theirs = make_memory(bob, "kiwi bob")
     store = store_memories(source, mine, theirs)
     query = hash_embed(theirs.content, DIM)
-    assert _seqs(store.search(owner_ids=[str(alice.pk)], vector=query, k=1)) == [mine.seq]
-    assert _seqs(store.search(owner_ids=[bob.pk.hex], vector=query, k=10)) == [theirs.seq]
-    assert store.search(owner_ids=[], vector=query, k=10) == []
-    assert set(_seqs(store.search(owner_ids=None, vector=query, k=10))) == {mine.seq, theirs.seq}
+    assert _seqs(store.search(vector=query, k=1, visibility=Visibility(owner_ids=[str(alice.pk)]))) == [
+        mine.seq
+    ]
+    assert _seqs(store.search(vector=query, k=10, visibility=Visibility(owner_ids=[bob.pk.hex]))) == [
+        theirs.seq
+    ]
+    assert store.search(vector=query, k=10, visibility=Visibility(owner_ids=[])) == []
+    assert set(_seqs(store.search(vector=query, k=10, visibility=Visibility(owner_ids=None)))) == {
+        mine.seq,
+        theirs.seq,
+    }
 
 
 def test_expiry_is_filtered_inside_qdrant(qdrant_on, source, alice):
@@ -72,10 +89,17 @@ def test_expiry_is_filtered_inside_qdrant(qdrant_on, source, alice):
     assert store.count() == 3
     query = hash_embed(gone.content, DIM)
     # k=1: the expired nearest point is not even a candidate
-    assert _seqs(store.search(owner_ids=[alice.pk.hex], vector=query, k=1)) != [gone.seq]
-    assert set(_seqs(store.search(owner_ids=[alice.pk.hex], vector=query, k=10))) == {later.seq, never.seq}
+    assert _seqs(store.search(vector=query, k=1, visibility=Visibility(owner_ids=[alice.pk.hex]))) != [
+        gone.seq
+    ]
+    assert set(_seqs(store.search(vector=query, k=10, visibility=Visibility(owner_ids=[alice.pk.hex])))) == {
+        later.seq,
+        never.seq,
+    }
     in_two_hours = timezone.now() + timedelta(hours=2)
-    assert _seqs(store.search(owner_ids=[alice.pk.hex], vector=query, k=10, now=in_two_hours)) == [never.seq]
+    assert _seqs(
+        store.search(vector=query, k=10, visibility=Visibility(owner_ids=[alice.pk.hex], now=in_two_hours))
+    ) == [never.seq]
 
 
 def test_session_and_creation_time_are_filtered_inside_qdrant(qdrant_on, source, alice):
@@ -84,12 +108,18 @@ def test_session_and_creation_time_are_filtered_inside_qdrant(qdrant_on, source,
     old = make_memory(alice, "old one", session_id="s1", created_at=timezone.now() - timedelta(days=40))
     store = store_memories(source, here, there, old)
     query = hash_embed(there.content, DIM)
-    assert set(_seqs(store.search(owner_ids=[alice.pk.hex], vector=query, k=10, session_id="s1"))) == {
+    assert set(
+        _seqs(
+            store.search(vector=query, k=10, visibility=Visibility(owner_ids=[alice.pk.hex], session_id="s1"))
+        )
+    ) == {
         here.seq,
         old.seq,
     }
     recent = store.search(
-        owner_ids=[alice.pk.hex], vector=query, k=10, created_after=timezone.now() - timedelta(days=30)
+        vector=query,
+        k=10,
+        visibility=Visibility(owner_ids=[alice.pk.hex], created_after=timezone.now() - timedelta(days=30)),
     )
     assert set(_seqs(recent)) == {here.seq, there.seq}
 
@@ -131,12 +161,16 @@ def test_a_new_signature_gets_its_own_collection_and_the_old_one_still_searches(
     assert second.ensure(signature=large.signature, dim=32) is True
     assert second.collection != first.collection and second.count() == 0
     assert len(first.collections()) == 2
-    hits = first.search(owner_ids=[alice.pk.hex], vector=hash_embed(memory.content, DIM), k=5)
+    hits = first.search(
+        vector=hash_embed(memory.content, DIM), k=5, visibility=Visibility(owner_ids=[alice.pk.hex])
+    )
     assert _seqs(hits) == [memory.seq]
     second.upsert(items_for(memory, dim=32))
-    assert _seqs(second.search(owner_ids=[alice.pk.hex], vector=hash_embed(memory.content, 32), k=5)) == [
-        memory.seq
-    ]
+    assert _seqs(
+        second.search(
+            vector=hash_embed(memory.content, 32), k=5, visibility=Visibility(owner_ids=[alice.pk.hex])
+        )
+    ) == [memory.seq]
     second.delete([memory.seq])  # every signature's collection
     assert first.count() == 0 and second.count() == 0
 
@@ -166,9 +200,11 @@ def test_quantised_collections_are_created_with_their_config_and_search(
     expected = models.ScalarQuantization if kind == "int8" else models.BinaryQuantization
     assert isinstance(config, expected)
     store.upsert(items_for(memory))
-    assert _seqs(store.search(owner_ids=[alice.pk.hex], vector=hash_embed(memory.content, DIM), k=3)) == [
-        memory.seq
-    ]
+    assert _seqs(
+        store.search(
+            vector=hash_embed(memory.content, DIM), k=3, visibility=Visibility(owner_ids=[alice.pk.hex])
+        )
+    ) == [memory.seq]
 
 
 def test_quantisation_configs_match_the_reference():
@@ -240,24 +276,26 @@ def test_the_registry_picks_qdrant_when_enabled(qdrant_on):
 
 def test_mirror_functions_are_no_ops_when_disabled(db, alice):
     memory = make_memory(alice)
-    assert qdrant.mirror_upsert(items_for(memory), signature="hash:sha256:16") == 0
-    assert qdrant.mirror_delete([memory.seq]) == 0
-    assert qdrant.mirror_payload([memory.seq]) == 0
-    assert qdrant._connections == {}
+    assert vectorsync.mirror_upsert(items_for(memory), signature="hash:sha256:16") == 0
+    assert vectorsync.mirror_delete([memory.seq]) == 0
+    assert vectorsync.mirror_refresh([memory.seq]) == 0
+    assert client._connections == {}
 
 
 def test_mirror_upsert_delete_and_payload_refresh(qdrant_on, source, alice):
     memory = make_memory(alice, "mirrored", session_id="a")
-    assert qdrant.mirror_upsert(items_for(memory)) == 1  # signature of the live source
+    assert vectorsync.mirror_upsert(items_for(memory), signature=source.signature) == 1
     store = qdrant.QdrantStore()
     store.ensure(signature=source.signature, dim=DIM)
     assert store.count() == 1
     Memory.objects.filter(seq=memory.seq).update(session_id="b")
-    assert qdrant.mirror_payload([memory.seq]) == 1
+    assert vectorsync.mirror_refresh([memory.seq]) == 1
     assert _seqs(
-        store.search(owner_ids=[alice.pk.hex], vector=hash_embed("q", DIM), k=5, session_id="b")
+        store.search(
+            vector=hash_embed("q", DIM), k=5, visibility=Visibility(owner_ids=[alice.pk.hex], session_id="b")
+        )
     ) == [memory.seq]
-    assert qdrant.mirror_delete([memory.seq]) == 1
+    assert vectorsync.mirror_delete([memory.seq]) == 1
     assert store.count() == 0
 
 
@@ -272,17 +310,52 @@ def test_mirror_failures_are_logged_not_raised_and_pause_mirroring(
         raise RuntimeError("boom")
 
     monkeypatch.setattr(qdrant.QdrantStore, "upsert", upsert)
-    with caplog.at_level(logging.WARNING, logger="memory.vectorstores.qdrant"):
-        assert qdrant.mirror_upsert(items_for(memory)) == 0
+    with caplog.at_level(logging.WARNING, logger="memory.vectorsync"):
+        assert vectorsync.mirror_upsert(items_for(memory), signature=source.signature) == 0
     assert "qdrant upsert of 1 memories" in caplog.text and "boom" in caplog.text
-    assert qdrant.mirror_upsert(items_for(memory)) == 0
+    assert "local :memory:" in caplog.text
+    assert vectorsync.mirror_upsert(items_for(memory), signature=source.signature) == 0
     assert len(calls) == 1  # the second write skipped Qdrant after the failure
     assert qdrant.qdrant_choice().store is None
 
 
+def test_a_delete_the_mirror_missed_schedules_a_sweep(qdrant_on, source, alice, monkeypatch):
+    memory = make_memory(alice, "doomed")
+    scheduled = []
+    monkeypatch.setattr(vectorsync, "schedule_sweep", lambda: scheduled.append(True))
+
+    def delete(self, seqs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(qdrant.QdrantStore, "delete", delete)
+    assert vectorsync.mirror_delete([memory.seq]) == 0
+    assert vectorsync.mirror_delete([memory.seq]) == 0  # skipped after the failure: missed too
+    assert scheduled == [True, True]
+
+
+def test_the_sweep_is_scheduled_once_for_a_while(monkeypatch):
+    from memory.tasks.indexing import sweep_mirrors_task
+
+    delays = []
+    monkeypatch.setattr(sweep_mirrors_task, "schedule", lambda **kw: delays.append(kw["delay"]))
+    vectorsync.forget_sweep_requests()
+    vectorsync.schedule_sweep()
+    vectorsync.schedule_sweep()
+    vectorsync.forget_sweep_requests()
+    assert delays == [vectorsync.SWEEP_DELAY_SECONDS]
+
+
+def test_the_sweep_removes_what_the_mirror_missed(qdrant_on, source, alice):
+    kept, gone = make_memory(alice, "kept"), make_memory(alice, "gone")
+    store = store_memories(source, kept, gone)
+    Memory.objects.filter(seq=gone.seq).delete()  # as if the mirror had been away
+    assert vectorsync.sweep_mirrors(retention_days=30) == {"qdrant": 1}
+    assert store.count() == 1
+
+
 def test_errors_never_show_the_api_key():
-    cfg = qdrant.QdrantSettings(host="h", apiKey="secret-key-1234")
-    assert qdrant._sanitise(RuntimeError("401 for api-key secret-key-1234"), cfg) == "401 for api-key ***"
+    cfg = QdrantSettings(host="h", apiKey="secret-key-1234")
+    assert client.sanitise(RuntimeError("401 for api-key secret-key-1234"), cfg) == "401 for api-key ***"
 
 
 # -- maintenance
@@ -350,13 +423,15 @@ def test_local_mode_in_a_directory_persists_across_clients(db, source, alice, tm
     qdrant.reset_clients()  # closes the client and releases the directory lock
     store = qdrant.QdrantStore()
     assert store.ensure(signature=source.signature, dim=DIM) is False
-    assert _seqs(store.search(owner_ids=[alice.pk.hex], vector=hash_embed(memory.content, DIM), k=3)) == [
-        memory.seq
-    ]
+    assert _seqs(
+        store.search(
+            vector=hash_embed(memory.content, DIM), k=3, visibility=Visibility(owner_ids=[alice.pk.hex])
+        )
+    ) == [memory.seq]
 
 
 def test_a_settings_change_closes_clients_it_no_longer_uses(qdrant_on, django_capture_on_commit_callbacks):
-    old = qdrant.connection_for(qdrant.get_qdrant_settings())
+    old = qdrant.connection_for(get_qdrant_settings())
     with django_capture_on_commit_callbacks(execute=True):
         update_qdrant_settings({"host": "http://127.0.0.1:1"})
-    assert old not in qdrant._connections.values()
+    assert old not in client._connections.values()

@@ -14,6 +14,7 @@ from memory.services.memories import (
 )
 from memory.vectorstores.base import VectorItem
 from memory.vectorstores.sqlite_vec import SqliteVecStore
+from memory.visibility import Visibility
 from tests.factories import fts_match, fts_rowids, hash_embed, make_memory
 
 pytestmark = pytest.mark.django_db
@@ -123,7 +124,9 @@ def test_vector_search_never_crosses_owners(alice, bob):
     mine = make_memory(alice, content="shared text")
     theirs = make_memory(bob, content="shared text")
     store.upsert([VectorItem(m.seq, m.owner_id, hash_embed(m.content)) for m in (mine, theirs)])
-    hits = store.search(owner_ids=[str(alice.pk)], vector=hash_embed("shared text"), k=10)
+    hits = store.search(
+        vector=hash_embed("shared text"), k=10, visibility=Visibility(owner_ids=[str(alice.pk)])
+    )
     assert [h.seq for h in hits] == [mine.seq]
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)
 
@@ -135,7 +138,7 @@ def test_upsert_replaces_a_vector(alice):
     store.upsert([VectorItem(m.seq, m.owner_id, hash_embed("first"))])
     store.upsert([VectorItem(m.seq, m.owner_id, hash_embed("second"))])
     assert store.count() == 1
-    hits = store.search(owner_ids=[str(alice.pk)], vector=hash_embed("second"), k=1)
+    hits = store.search(vector=hash_embed("second"), k=1, visibility=Visibility(owner_ids=[str(alice.pk)]))
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)
 
 
@@ -164,7 +167,7 @@ def test_int8_quantisation_stores_and_finds_vectors(alice, settings):
     a = make_memory(alice, content="a")
     b = make_memory(alice, content="b")
     store.upsert([VectorItem(m.seq, m.owner_id, hash_embed(m.content)) for m in (a, b)])
-    hits = store.search(owner_ids=[str(alice.pk)], vector=hash_embed("b"), k=2)
+    hits = store.search(vector=hash_embed("b"), k=2, visibility=Visibility(owner_ids=[str(alice.pk)]))
     assert hits[0].seq == b.seq
 
 
@@ -196,20 +199,24 @@ def test_search_sees_every_committed_write_with_or_without_the_matrix_cache(alic
     a = make_memory(alice, content="a")
     store.upsert([VectorItem(a.seq, a.owner_id, hash_embed("a"))])
     owner = [str(alice.pk)]
-    assert [h.seq for h in store.search(owner_ids=owner, vector=hash_embed("a"), k=5)] == [a.seq]
+    assert [
+        h.seq for h in store.search(vector=hash_embed("a"), k=5, visibility=Visibility(owner_ids=owner))
+    ] == [a.seq]
 
     b = make_memory(alice, content="b")
     store.upsert([VectorItem(b.seq, b.owner_id, hash_embed("b"))])
-    assert store.search(owner_ids=owner, vector=hash_embed("b"), k=1)[0].seq == b.seq
+    assert store.search(vector=hash_embed("b"), k=1, visibility=Visibility(owner_ids=owner))[0].seq == b.seq
 
     store.upsert([VectorItem(a.seq, a.owner_id, hash_embed("b"))])  # a's vector replaced
-    top = store.search(owner_ids=owner, vector=hash_embed("b"), k=2)
+    top = store.search(vector=hash_embed("b"), k=2, visibility=Visibility(owner_ids=owner))
     assert {h.seq for h in top} == {a.seq, b.seq} and min(h.score for h in top) > 0.999
 
     memory_delete(b)
-    assert [h.seq for h in store.search(owner_ids=owner, vector=hash_embed("b"), k=5)] == [a.seq]
+    assert [
+        h.seq for h in store.search(vector=hash_embed("b"), k=5, visibility=Visibility(owner_ids=owner))
+    ] == [a.seq]
     store.delete([a.seq])
-    assert store.search(owner_ids=owner, vector=hash_embed("b"), k=5) == []
+    assert store.search(vector=hash_embed("b"), k=5, visibility=Visibility(owner_ids=owner)) == []
 
 
 def test_the_matrix_cache_matches_the_vec0_knn(alice, bob, settings):
@@ -219,9 +226,9 @@ def test_the_matrix_cache_matches_the_vec0_knn(alice, bob, settings):
     store.upsert([VectorItem(m.seq, m.owner_id, hash_embed(m.content)) for m in memories])
     query = hash_embed("query")
     settings.MEMORY_VEC_CACHE_MB = 1024
-    cached = store.search(owner_ids=[str(alice.pk)], vector=query, k=10)
+    cached = store.search(vector=query, k=10, visibility=Visibility(owner_ids=[str(alice.pk)]))
     settings.MEMORY_VEC_CACHE_MB = 0
-    knn = store.search(owner_ids=[str(alice.pk)], vector=query, k=10)
+    knn = store.search(vector=query, k=10, visibility=Visibility(owner_ids=[str(alice.pk)]))
     assert [h.seq for h in cached] == [h.seq for h in knn]
     assert [round(h.score, 4) for h in cached] == [round(h.score, 4) for h in knn]
     assert all(Memory.objects.get(seq=h.seq).owner_id == alice.pk for h in cached)
