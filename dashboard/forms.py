@@ -185,6 +185,7 @@ class EngineSettingsForm(forms.Form):
         "embeddingProviderModel",
         "staticEnabled",
         "transformersEnabled",
+        "transformersModel",
         "rerankEnabled",
         "rerankProviderModel",
     )

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from django.conf import settings
 from django.db import transaction
 
+from memory.embeddings.catalog import TRANSFORMERS_MODELS
 from memory.signals import memory_settings_changed
 
 if TYPE_CHECKING:
@@ -59,6 +60,9 @@ class MemorySettings:
     embeddingSource: str = "auto"
     embeddingProviderModel: str | None = None
     transformersEnabled: bool = True
+    # Which local ONNX model the transformers source runs: a name of memory.embeddings.catalog, or
+    # "auto" (the best one built). Another model is another signature: switching re-embeds.
+    transformersModel: str = "auto"
     staticEnabled: bool = True
     rerankEnabled: bool = False
     rerankProviderModel: str | None = None
@@ -101,6 +105,7 @@ def env_defaults() -> MemorySettings:
         embeddingSource=settings.MEMORY_EMBEDDING_SOURCE,
         vectorStore=settings.MEMORY_VECTOR_STORE,
         transformersEnabled=settings.MEMORY_TRANSFORMERS_ENABLED,
+        transformersModel=settings.MEMORY_TRANSFORMERS_MODEL,
         staticEnabled=settings.MEMORY_STATIC_ENABLED,
     )
 
@@ -161,6 +166,7 @@ NORMALISERS: dict[str, Normaliser] = {
     "embeddingSource": one_of(EMBEDDING_SOURCES),
     "embeddingProviderModel": _model_name,
     "transformersEnabled": boolean,
+    "transformersModel": one_of(TRANSFORMERS_MODELS),
     "staticEnabled": boolean,
     "rerankEnabled": boolean,
     "rerankProviderModel": _model_name,

@@ -21,6 +21,7 @@ from datetime import datetime
 
 from django.db import transaction
 
+from memory.conf import MemorySettings
 from memory.embeddings.runtime import shared_cache
 from memory.models import ApiKey, Memory
 from memory.retrieval.engine import retrieve
@@ -49,6 +50,8 @@ class StrategyReport:
     negative_top1: list[float] = field(default_factory=list)
     answerable_top1: list[float] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
+    rerank_ms: list[float] = field(default_factory=list)
+    reranked: int = 0
     isolation_failures: int = 0
     tiers: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
@@ -59,6 +62,7 @@ class StrategyReport:
     def summary(self) -> dict:
         kinds = sorted(self.recall)
         lat = sorted(self.latencies_ms)
+        rerank = sorted(self.rerank_ms)
         return {
             "strategy": self.name,
             "recall": {
@@ -78,6 +82,10 @@ class StrategyReport:
                 "p50": round(lat[len(lat) // 2], 2) if lat else None,
                 "p95": round(lat[int(len(lat) * 0.95)], 2) if lat else None,
             },
+            # The rerank stage alone, over the queries that ran one (eval_retrieval --rerank).
+            "rerankMs": {"p50": round(rerank[len(rerank) // 2], 2), "applied": self.reranked}
+            if rerank
+            else None,
             "isolationFailures": self.isolation_failures,
             "tiers": dict(self.tiers),
         }
@@ -131,9 +139,11 @@ def evaluate(
     prefix: str = "eval:",
     keep: bool = False,
     served: bool = True,
+    settings: MemorySettings | None = None,
 ) -> list[dict]:
     """One report per strategy. ``served`` also runs each query as the gateway filters it (its score
-    floor), which costs a second retrieval per query (not timed)."""
+    floor), which costs a second retrieval per query (not timed). ``settings`` (default: the stored
+    ones) is what every retrieval runs with (eval_retrieval --rerank turns the local reranker on)."""
     owners, seqs = load_dataset(dataset, prefix=prefix)
     try:
         index = reindex_all()
@@ -156,8 +166,12 @@ def evaluate(
                     limit=10,
                     filter_irrelevant=False,
                     use_vectors=use_vectors,
+                    settings=settings,
                 )
                 report.latencies_ms.append((time.perf_counter() - started) * 1000)
+                if "rerank" in result.timings_ms:
+                    report.rerank_ms.append(result.timings_ms["rerank"])
+                    report.reranked += bool(result.resolution.get("rerankApplied"))
                 top = [seq_to_id.get(hit.memory.seq) for hit in result.hits[:10]]
                 for hit in result.hits:
                     report.tiers[hit.tier] += 1
@@ -174,6 +188,7 @@ def evaluate(
                         strategy=strategy,
                         limit=10,
                         use_vectors=use_vectors,
+                        settings=settings,
                     )
                     report.served["answerable" if answerable else "unanswerable"].append(bool(gated.hits))
                 if not answerable:
@@ -215,6 +230,10 @@ def format_table(report: dict) -> str:
         lines.append(
             f"  negative top-1 score: median {neg['median']}, max {neg['max']} "
             f"(answerable: median {ans.get('median')}, max {ans.get('max')})"
+        )
+    if report.get("rerankMs"):
+        lines.append(
+            f"  rerank: p50 {report['rerankMs']['p50']} ms, applied to {report['rerankMs']['applied']} queries"
         )
     lines.append(f"  tiers: {report['tiers']}")
     return "\n".join(lines)

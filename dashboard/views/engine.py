@@ -25,8 +25,11 @@ from gateway.models import UpstreamProvider
 from memory import selectors
 from memory.api.views_qdrant import QdrantSettingsSerializer
 from memory.conf import get_memory_settings, update_memory_settings
-from memory.embeddings.runtime import resolve
+from memory.embeddings.catalog import EMBEDDERS
+from memory.embeddings.runtime import local_model_built, resolve
 from memory.qdrant_conf import get_qdrant_settings, update_qdrant_settings
+from memory.retrieval import cross_encoder
+from memory.retrieval.rerank import LOCAL_RERANK, RERANK_DEPTH
 from memory.services.indexing import reindex_start
 from memory.services.qdrant import qdrant_check, qdrant_cleanup, qdrant_search
 from memory.status import embedding_providers, engine_status
@@ -37,7 +40,7 @@ EMBEDDING_SOURCES = (
     ("auto", "Automatic", "Remote provider › transformers › static"),
     ("remote", "Remote provider", "An OpenAI-compatible /embeddings endpoint"),
     ("static", "Static local", "Distilled lookup table, sub-millisecond"),
-    ("transformers", "Transformers", "all-MiniLM-L6-v2 on ONNX Runtime"),
+    ("transformers", "Transformers", "A local model on ONNX Runtime (bge-small or MiniLM)"),
 )
 QDRANT_FIELDS = ("host", "port", "collection", "quantization")
 
@@ -176,6 +179,14 @@ def engine_context(request, scope: OwnerScope) -> dict:
         "rerank_upstreams": [p for p in UpstreamProvider.objects.all() if getattr(p, "api_key", "")],
         "rerank_provider": rerank_provider,
         "rerank_model": rerank_model,
+        "transformers_models": [
+            {"value": "auto", "label": "Automatic: the best local model built", "built": True},
+            *(
+                {"value": m.name, "label": m.label, "built": local_model_built(m.name)}
+                for m in EMBEDDERS.values()
+            ),
+        ],
+        "local_rerank": {"ref": LOCAL_RERANK, "depth": RERANK_DEPTH, "built": cross_encoder.built()},
         **status_context(),
     }
     context["qdrant"] = _qdrant_card_settings((context.get("status") or {}).get("embedding"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from django.conf import settings as django_settings
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
@@ -17,7 +16,7 @@ from memory import selectors
 from memory.conf import get_memory_settings
 from memory.exceptions import DomainError
 from memory.models import ApiKey
-from memory.retrieval.preview import gateway_preview
+from memory.retrieval.preview import gateway_floor, gateway_preview
 
 TIER_BADGES = {
     "fts5": "info",
@@ -45,7 +44,7 @@ def sandbox_context(request, scope: OwnerScope) -> dict:
         "sandbox_budget": budget,
         "gateway_strategy": settings.retrieval_strategy,
         "gateway_budget": settings.maxTokens,
-        "vec_min_score": django_settings.MEMORY_VEC_MIN_SCORE,
+        "vec_min_score": gateway_floor(settings),
     }
     if bound and not scope.is_empty and form.is_valid():
         context.update(_preview(scope, form.cleaned_data))

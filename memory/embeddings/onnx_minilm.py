@@ -46,6 +46,8 @@ class OnnxMiniLMSource(EmbeddingSource):
     ``fast=True`` uses ``model_int8.onnx`` (mean cosine ~0.99 against float, model name
     ``all-MiniLM-L6-v2-int8``, so its vectors never mix with float ones). Texts longer than 256
     tokens are truncated. The session and tokenizer load on the first ``embed`` call.
+    ``model_name`` names another 384-d model built in the same layout (bge-small-en-v1.5:
+    ``memory.embeddings.vectrix``); its int8 variant is ``<model_name>-int8``.
     """
 
     name = "transformers"
@@ -55,6 +57,7 @@ class OnnxMiniLMSource(EmbeddingSource):
         model_dir: Path,
         *,
         fast: bool = False,
+        model_name: str = MODEL_NAME,
         intra_op_num_threads: int = 1,
         batch_size: int = 32,
         parallel_batches: int | None = None,
@@ -62,7 +65,7 @@ class OnnxMiniLMSource(EmbeddingSource):
     ) -> None:
         self.model_dir = Path(model_dir)
         self.fast = fast
-        self.model = MODEL_NAME_INT8 if fast else MODEL_NAME
+        self.model = f"{model_name}-int8" if fast else model_name
         self.dim = DIM
         # One thread per run: the server embeds from several request threads at once, and
         # oversubscribing the cores with per-session thread pools is slower than one thread each.

