@@ -28,8 +28,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import onnx
 
 # Bump whenever the graph, the tokenizer settings or the static distillation change, so that
 # existing builds are redone instead of being silently reused.
@@ -143,7 +147,7 @@ class _GraphBuilder:
         self.initializers.append(self._numpy_helper.from_array(np.ascontiguousarray(array), name))
         return name
 
-    def op(self, op_type: str, inputs: list[str], name: str | None = None, **attrs) -> str:
+    def op(self, op_type: str, inputs: list[str], name: str | None = None, **attrs: Any) -> str:
         """Append a node; its single output takes the node's ``name`` (unique if not given)."""
         out = name or self.unique(op_type.lower())
         self.nodes.append(self._helper.make_node(op_type, inputs, [out], name=out, **attrs))
@@ -161,7 +165,7 @@ def _build_bert_graph(
     pooling: str = "mean",
     head: str | None = None,
     name: str = "all-MiniLM-L6-v2",
-):
+) -> onnx.ModelProto:
     """Build the BERT encoder + pooling + L2 normalisation as one ONNX model.
 
     ``pooling`` is ``"mean"`` (the attention-mask-weighted mean, as sentence-transformers pools

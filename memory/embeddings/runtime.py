@@ -13,12 +13,16 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings as django_settings
 
 from memory.conf import MemorySettings
 from memory.embeddings.base import EmbeddingSource
 from memory.embeddings.catalog import AUTO_ORDER, EMBEDDERS, INT8_SUFFIX, MINILM, STATIC_MODEL, LocalModel
+
+if TYPE_CHECKING:
+    from memory.embeddings.cache import EmbeddingCache
 
 logger = logging.getLogger("memory.embeddings")
 
@@ -167,10 +171,10 @@ def resolve(settings: MemorySettings) -> Resolution:
 
 _lock = threading.Lock()
 _sources: dict[tuple, EmbeddingSource] = {}
-_cache = None
+_cache: EmbeddingCache | None = None
 
 
-def shared_cache():
+def shared_cache() -> EmbeddingCache:
     global _cache
     with _lock:
         if _cache is None:

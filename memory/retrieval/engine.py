@@ -23,9 +23,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sized
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.conf import settings as django_settings
 from django.db import connection
@@ -37,12 +39,16 @@ from memory.embeddings.base import EmbeddingError
 from memory.models import ApiKey, Memory
 from memory.retrieval import signals
 from memory.retrieval.budget import estimate_tokens, walk_budget
-from memory.retrieval.fts import fts_search
+from memory.retrieval.fts import FtsHit, fts_search
 from memory.retrieval.fusion import normalized, rrf
 from memory.retrieval.relevance import query_terms, relevance_score
 from memory.retrieval.rerank import rerank, rerank_depth
 from memory.services.usage import record_access
 from memory.visibility import Visibility
+
+if TYPE_CHECKING:
+    from memory.services.indexing import VectorContext
+    from memory.vectorstores.base import VectorStore
 
 logger = logging.getLogger("memory.retrieval")
 
@@ -114,7 +120,7 @@ class Filters(Visibility):
         )
 
 
-def _marks(values) -> str:
+def _marks(values: Sized) -> str:
     return ", ".join(["%s"] * len(values))
 
 
@@ -146,7 +152,9 @@ class _Resolution(dict):
         )
 
 
-def _vector_hits(ctx, store, filters: Filters, query: str, k: int, resolution) -> list[tuple[int, float]]:
+def _vector_hits(
+    ctx: VectorContext, store: VectorStore, filters: Filters, query: str, k: int, resolution: _Resolution
+) -> list[tuple[int, float]]:
     """(seq, cosine) of the ``k`` nearest visible memories in ``store``, best first. Before searching
     the database store, a few memories still without a vector are embedded (a mirror is written after
     commit: a read does not wait for it)."""
@@ -258,7 +266,14 @@ def vec_min_score(model: str | None) -> float:
     return float(override) if override is not None else catalog.min_score(model)
 
 
-def _vector_tier(strategy, settings, filters, query, limit, resolution) -> list[Hit] | None:
+def _vector_tier(
+    strategy: str,
+    settings: MemorySettings,
+    filters: Filters,
+    query: str | None,
+    limit: int,
+    resolution: _Resolution,
+) -> list[Hit] | None:
     from memory.services.indexing import IndexMismatch, vector_context
 
     if not query:
@@ -318,7 +333,17 @@ def _mark_weak(hits: list[Hit], floor: float) -> list[Hit]:
     return hits
 
 
-def _rank(strategy, settings, filters, fts_request, k, vec, tier, limit, query) -> list[Hit]:
+def _rank(
+    strategy: str,
+    settings: MemorySettings,
+    filters: Filters,
+    fts_request: _FtsRequest | None,
+    k: int,
+    vec: list[tuple[int, float]],
+    tier: str,
+    limit: int,
+    query: str,
+) -> list[Hit]:
     """Semantic: the vector hits that pass the filters; hybrid: fused (``MEMORY_FUSION``) with FTS5 and
     the lists of ``memory.retrieval.signals`` (session, answer type) over the same candidates.
 
@@ -333,6 +358,7 @@ def _rank(strategy, settings, filters, fts_request, k, vec, tier, limit, query) 
         memories = _fetch([seq for seq, _ in top])
         return [Hit(memories[seq], score, tier, vec_score=score) for seq, score in top if seq in memories]
 
+    assert fts_request is not None  # hybrid: _vector_tier made one
     fts = fts_request.result()
     keyword = [(h.seq, -h.rank) for h in fts]  # bm25 ranks are negative, better first
     order = [seq for seq, _ in vec] + [seq for seq, _ in keyword]
@@ -388,7 +414,8 @@ def _pool_allowed() -> bool:
     database, whose shared cache locks tables between connections
     (SQLITE_LOCKED, which busy_timeout does not retry) — the test database."""
     return not connection.in_atomic_block and not (
-        connection.vendor == "sqlite" and connection.is_in_memory_db()
+        # The stubs type the connection as the base wrapper; a "sqlite" vendor has is_in_memory_db().
+        connection.vendor == "sqlite" and connection.is_in_memory_db()  # type: ignore[attr-defined]
     )
 
 
@@ -402,13 +429,13 @@ class _FtsRequest:
     not see this one's uncommitted rows, so the query then runs inline.
     """
 
-    def __init__(self, filters: Filters, query: str, k: int):
-        self.search = lambda: filters.fts_search(query, k)
-        self.future = None
+    def __init__(self, filters: Filters, query: str, k: int) -> None:
+        self.search: Callable[[], list[FtsHit]] = lambda: filters.fts_search(query, k)
+        self.future: Future[list[FtsHit]] | None = None
         if _pool_allowed():
             self.future = _fts_pool().submit(_on_pool_thread, self.search)
 
-    def result(self):
+    def result(self) -> list[FtsHit]:
         if self.future is None:
             return self.search()
         try:
@@ -418,7 +445,7 @@ class _FtsRequest:
             return self.search()
 
 
-def _on_pool_thread(search):
+def _on_pool_thread(search: Callable[[], list[FtsHit]]) -> list[FtsHit]:
     from django.db import OperationalError
     from django.db import connection as thread_connection
 
@@ -430,7 +457,7 @@ def _on_pool_thread(search):
         return search()
 
 
-def _fts_tier(filters, query, limit, resolution) -> list[Hit] | None:
+def _fts_tier(filters: Filters, query: str, limit: int, resolution: _Resolution) -> list[Hit] | None:
     if not query_terms(query):
         resolution.fallback("no searchable words in the query: chronological order")
         return None
@@ -442,7 +469,9 @@ def _fts_tier(filters, query, limit, resolution) -> list[Hit] | None:
     return [Hit(memories[h.seq], -h.rank, "fts5", fts_score=h.rank) for h in fts if h.seq in memories]
 
 
-def _chronological_tier(filters, query, limit, resolution, *, filter_irrelevant: bool) -> list[Hit]:
+def _chronological_tier(
+    filters: Filters, query: str | None, limit: int, resolution: _Resolution, *, filter_irrelevant: bool
+) -> list[Hit]:
     rows = list(filters.queryset().order_by("-created_at", "-seq")[: max(limit, CANDIDATES)])
     if not query or not query_terms(query):
         return [Hit(m, 0.0, "recent") for m in rows]
@@ -506,7 +535,7 @@ def chat_retrieval(
     elif scope == "global" and not api_key.allow_global_scope:
         scope = "apiKey"
     return ChatRetrieval(
-        owner_ids=None if scope == "global" else frozenset({api_key.pk}),
+        owner_ids=None if scope == "global" or api_key is None else frozenset({api_key.pk}),
         query=query,
         strategy=settings.retrieval_strategy,
         max_tokens=settings.maxTokens,

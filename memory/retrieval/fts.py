@@ -51,9 +51,10 @@ from __future__ import annotations
 import functools
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sized
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -107,15 +108,15 @@ class _Statistics:
     TTL = 600.0
     MAX_ENTRIES = 50_000
 
-    def __init__(self):
+    def __init__(self) -> None:
         # Reads and writes of single keys: atomic under the GIL, no lock needed.
         self.values: dict = {}
 
-    def _known(self, key):
+    def _known(self, key: tuple) -> Any:
         hit = self.values.get(key)
         return hit[1] if hit is not None and time.monotonic() - hit[0] < self.TTL else None
 
-    def remember(self, key, value, stamp: tuple | None = None) -> None:
+    def remember(self, key: tuple, value: Any, stamp: tuple | None = None) -> None:
         values = self.values
         if len(values) >= self.MAX_ENTRIES:
             values.clear()
@@ -186,7 +187,7 @@ class _Statistics:
         """The last best score read for ``terms`` (for plans), if any."""
         return self._known(("best", *terms))
 
-    def _count(self, key, sql: str, params: list) -> int:
+    def _count(self, key: tuple, sql: str, params: list) -> int:
         count = self._known(key)
         if count is None:
             with connection.cursor() as cursor:
@@ -225,7 +226,7 @@ class _Moved(Exception):
 STAMP_COLUMNS = ("(SELECT data_version FROM pragma_data_version)", "total_changes()")
 
 
-def _stamp(values) -> tuple:
+def _stamp(values: Iterable[Any]) -> tuple:
     """The stamp of the statement that read ``values`` (the STAMP_COLUMNS) on this thread's connection."""
     return (connection.connection, *values)
 
@@ -238,7 +239,7 @@ def _same_stamp(a: tuple | None, b: tuple) -> bool:
 DOC_FREQUENCIES = _Statistics()
 
 
-def _marks(values) -> str:
+def _marks(values: Sized) -> str:
     return ", ".join(["%s"] * len(values))
 
 
@@ -320,7 +321,15 @@ def selective_terms(terms: list[str]) -> list[str]:
 class _Search:
     """One :func:`fts_search`: picks the cheapest plan and checks that its result is the full query's."""
 
-    def __init__(self, terms, owners, *, limit, candidates, conditions):
+    def __init__(
+        self,
+        terms: list[str],
+        owners: list[str] | None,
+        *,
+        limit: int,
+        candidates: int,
+        conditions: tuple[list[str], list],
+    ) -> None:
         self.terms = terms
         self.owners = owners
         self.limit = limit

@@ -2,27 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+H = TypeVar("H", bound=Hashable)
 
 
 @dataclass
-class Fused:
-    item: Hashable
+class Fused(Generic[H]):
+    item: H
     score: float
     ranks: dict[str, int] = field(default_factory=dict)
 
 
 def rrf(
-    lists: dict[str, Sequence[Hashable]], *, k: int = 60, weights: dict[str, float] | None = None
-) -> list[Fused]:
+    lists: Mapping[str, Sequence[H]], *, k: int = 60, weights: dict[str, float] | None = None
+) -> list[Fused[H]]:
     """Fuse named ranked lists: ``score = Σ weight / (k + rank)`` (ranks from 1).
 
     An item ranked first in two lists with ``k = 60`` scores 2/61 ≈ 0.03279;
     first in one list only, 1/61. Ties keep the order of first appearance.
     """
     weights = weights or {}
-    fused: dict[Hashable, Fused] = {}
+    fused: dict[H, Fused[H]] = {}
     for name, items in lists.items():
         weight = weights.get(name, 1.0)
         for rank, item in enumerate(items, start=1):
@@ -35,8 +38,8 @@ def rrf(
 
 
 def normalized(
-    lists: dict[str, Sequence[tuple[Hashable, float]]], *, weights: dict[str, float] | None = None
-) -> list[Fused]:
+    lists: Mapping[str, Sequence[tuple[H, float]]], *, weights: dict[str, float] | None = None
+) -> list[Fused[H]]:
     """Fuse named lists of ``(item, score)`` (higher is better) by their scores, not only their ranks.
 
     Each list's scores are min-max normalised over its own candidates (its best is 1, its worst 0;
@@ -47,7 +50,7 @@ def normalized(
     """
     weights = weights or {}
     total = sum(weights.get(name, 1.0) for name in lists) or 1.0
-    fused: dict[Hashable, Fused] = {}
+    fused: dict[H, Fused[H]] = {}
     for name, scored in lists.items():
         if not scored:
             continue

@@ -8,6 +8,7 @@ key and reports every departure from it that the operator asked for as ``widened
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 
 from memory.conf import MemorySettings, get_memory_settings
@@ -20,7 +21,13 @@ STRATEGY_NAMES = {"exact": "recent"}  # the settings' name of an internal strate
 
 
 def retrieve_preview(
-    *, principal: Principal, query: str, strategy: str, max_tokens: int, limit: int, api_key_id=None
+    *,
+    principal: Principal,
+    query: str,
+    strategy: str,
+    max_tokens: int,
+    limit: int,
+    api_key_id: str | uuid.UUID | None = None,
 ) -> dict:
     """The reference §7.8 response for ``query`` over the owners the principal may read."""
     owner_ids = principal.owner_filter(api_key_id)

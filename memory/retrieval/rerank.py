@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import cast
 
 import httpx
 from django.conf import settings as django_settings
@@ -115,7 +114,7 @@ def _local(hits: list, query: str) -> RerankOutcome:
     )
     ordered = []
     for entry in fused:
-        hit = head[cast(int, entry.item)]  # the items are the candidates' places
+        hit = head[entry.item]  # the items are the candidates' places
         hit.score = entry.score
         ordered.append(hit)
     return RerankOutcome(ordered + tail, True)

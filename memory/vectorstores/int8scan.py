@@ -39,9 +39,14 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import onnxruntime as ort
 
 logger = logging.getLogger("memory.vectorstores")
 
@@ -61,7 +66,7 @@ MIN_ROWS = 20_000
 
 
 @functools.cache
-def _session(dim: int):
+def _session(dim: int) -> ort.InferenceSession:
     """One tiny onnxruntime session: ``y = a @ b`` with ``a`` uint8 (m, dim) and ``b`` int8 (dim, rows)."""
     import onnxruntime as ort
     from onnx import TensorProto, helper
@@ -124,7 +129,12 @@ def adversarial_operands(dim: int, query_max: int = QUERY_MAX) -> tuple[np.ndarr
     return queries, np.stack(columns, axis=1).astype(np.int8)
 
 
-def self_check(dim: int, *, kernel=None, query_max: int = QUERY_MAX) -> KernelCheck:
+def self_check(
+    dim: int,
+    *,
+    kernel: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+    query_max: int = QUERY_MAX,
+) -> KernelCheck:
     """Compare ``kernel`` (default: :func:`matmul_integer`) with numpy's int32 products on
     :func:`adversarial_operands`."""
     kernel = kernel or matmul_integer
@@ -223,7 +233,7 @@ def _norms(rows: np.ndarray, codes: np.ndarray, steps: np.ndarray) -> tuple[np.n
 class Int8Codes:
     """The int8 copy of an owner matrix's rows (row ``i`` here is row ``i`` of the matrix)."""
 
-    def __init__(self, dim: int):
+    def __init__(self, dim: int) -> None:
         self.dim = dim
         self.blocks: list[np.ndarray] = []  # each (dim, BLOCK) int8, column r = row r of the block
         self.steps = np.zeros(0, dtype=np.float32)  # per row: the quantisation step

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from memory.models import ApiKey, Memory, VectorMeta
@@ -62,7 +63,7 @@ INT8_SCALE = 127 / 0.35
 CHUNK_SIZE = 64
 
 
-def table_exists(cursor, name: str = TABLE) -> bool:
+def table_exists(cursor: CursorWrapper, name: str = TABLE) -> bool:
     cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [name])
     return cursor.fetchone() is not None
 
@@ -99,7 +100,7 @@ def _decode(blob: bytes, int8: bool) -> np.ndarray:
 class _OwnerMatrix:
     """One owner's vectors as a dense matrix, updated in place from the log."""
 
-    def __init__(self, dim: int, epoch: str):
+    def __init__(self, dim: int, epoch: str) -> None:
         self.epoch = epoch
         self.dim = dim
         self.matrix = np.zeros((0, dim), dtype=np.float32)
@@ -203,14 +204,14 @@ def _best(seqs: np.ndarray, scores: np.ndarray, k: int) -> list[VectorHit]:
 class _MatrixCache:
     """Process-wide LRU of owner matrices, bounded in bytes."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.owners: OrderedDict[str, _OwnerMatrix] = OrderedDict()
         self.lock = threading.Lock()
 
     def budget(self) -> int:
         return int(settings.MEMORY_VEC_CACHE_MB) * 1024 * 1024
 
-    def get(self, owner: str, state: _State, cursor) -> _OwnerMatrix | None:
+    def get(self, owner: str, state: _State, cursor: CursorWrapper) -> _OwnerMatrix | None:
         with self.lock:
             entry = self.owners.get(owner)
             if entry is not None and entry.epoch != state.epoch:
@@ -226,7 +227,7 @@ class _MatrixCache:
             self._replay(entry, owner, state, cursor)
         return entry
 
-    def _load(self, owner: str, state: _State, cursor) -> _OwnerMatrix | None:
+    def _load(self, owner: str, state: _State, cursor: CursorWrapper) -> _OwnerMatrix | None:
         budget = self.budget()
         if budget <= 0 or not state.dim:
             return None
@@ -255,7 +256,7 @@ class _MatrixCache:
                 total -= evicted.nbytes
         return entry
 
-    def _replay(self, entry: _OwnerMatrix, owner: str, state: _State, cursor) -> None:
+    def _replay(self, entry: _OwnerMatrix, owner: str, state: _State, cursor: CursorWrapper) -> None:
         cursor.execute(
             f"SELECT id, seq, embedding FROM {LOG} WHERE owner_id = %s AND id > %s ORDER BY id",
             [owner, entry.last_log_id],
@@ -285,7 +286,7 @@ class SqliteVecStore(VectorStore):
     name = "sqlite-vec"
     in_database = True
 
-    def __init__(self, *, quantization: str | None = None, chunk_size: int | None = None):
+    def __init__(self, *, quantization: str | None = None, chunk_size: int | None = None) -> None:
         self.quantization = quantization or settings.MEMORY_VEC_QUANTIZATION
         self.chunk_size = chunk_size or CHUNK_SIZE
 
@@ -365,7 +366,7 @@ class SqliteVecStore(VectorStore):
             )
             cursor.executemany(f"INSERT INTO {LOG} (seq, owner_id, embedding) VALUES (%s, %s, %s)", rows)
 
-    def _existing(self, cursor, seqs: list[int]) -> list[int]:
+    def _existing(self, cursor: CursorWrapper, seqs: list[int]) -> list[int]:
         """The ``seqs`` that already have a vector (the delete half of an upsert).
 
         Looked up in vec0's ``<table>_rowids`` shadow table, an ordinary rowid
@@ -426,7 +427,7 @@ class SqliteVecStore(VectorStore):
             return self._nearest_visible(cursor, visibility, owners, query, k, state)
 
     def _nearest(
-        self, cursor, owners: list[str], query: np.ndarray, k: int, state: _State
+        self, cursor: CursorWrapper, owners: list[str], query: np.ndarray, k: int, state: _State
     ) -> list[VectorHit]:
         """The ``k`` nearest vectors of ``owners``, whatever their rows say."""
         hits: list[VectorHit] = []
@@ -440,7 +441,9 @@ class SqliteVecStore(VectorStore):
         hits.sort(key=lambda hit: hit.score, reverse=True)
         return hits[:k]
 
-    def _knn(self, cursor, owner: str, query: np.ndarray, k: int, int8: bool) -> list[VectorHit]:
+    def _knn(
+        self, cursor: CursorWrapper, owner: str, query: np.ndarray, k: int, int8: bool
+    ) -> list[VectorHit]:
         value = "vec_int8(%s)" if int8 else "%s"
         cursor.execute(
             f"SELECT rowid, distance FROM {TABLE} "
@@ -449,7 +452,7 @@ class SqliteVecStore(VectorStore):
         )
         return [VectorHit(seq=row[0], score=1.0 - float(row[1])) for row in cursor.fetchall()]
 
-    def _visible(self, cursor, visibility: Visibility, seqs: list[int]) -> set[int]:
+    def _visible(self, cursor: CursorWrapper, visibility: Visibility, seqs: list[int]) -> set[int]:
         if not seqs:
             return set()
         conditions, params = visibility.sql("m")
@@ -461,7 +464,13 @@ class SqliteVecStore(VectorStore):
         return {int(row[0]) for row in cursor.fetchall()}
 
     def _nearest_visible(
-        self, cursor, visibility: Visibility, owners: list[str], query: np.ndarray, k: int, state: _State
+        self,
+        cursor: CursorWrapper,
+        visibility: Visibility,
+        owners: list[str],
+        query: np.ndarray,
+        k: int,
+        state: _State,
     ) -> list[VectorHit]:
         """The ``k`` nearest among the visible rows of ``owners``, listed first (exact, whatever the
         share of hidden rows)."""
@@ -488,7 +497,9 @@ class SqliteVecStore(VectorStore):
         hits.sort(key=lambda hit: hit.score, reverse=True)
         return hits[:k]
 
-    def _scan(self, cursor, seqs: list[int], query: np.ndarray, k: int, int8: bool) -> list[VectorHit]:
+    def _scan(
+        self, cursor: CursorWrapper, seqs: list[int], query: np.ndarray, k: int, int8: bool
+    ) -> list[VectorHit]:
         """The ``k`` best of these rows' vectors, read from the table (owners too large for the cache)."""
         found: list[int] = []
         vectors: list[np.ndarray] = []

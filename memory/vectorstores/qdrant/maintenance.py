@@ -39,7 +39,7 @@ def sweep_store(store: QdrantStore, *, retention_days: int) -> int:
             if matched:
                 client.delete(name, points_selector=models.FilterSelector(filter=stale), wait=True)
         deleted += matched
-        orphans: list[int] = []
+        orphans: list[models.ExtendedPointId] = []
         for page in store.point_ids(name):
             alive = set(Memory.objects.filter(seq__in=page).values_list("seq", flat=True))
             orphans.extend(seq for seq in page if seq not in alive)

@@ -19,7 +19,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from memory.vectorstores.qdrant.client import (
 )
 from memory.vectorstores.registry import StoreChoice
 from memory.visibility import Visibility, owner_hex, unix_seconds
+
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient, models
 
 logger = logging.getLogger("memory.vectorstores.qdrant")
 
@@ -62,7 +65,7 @@ def collection_name(base: str, signature: str) -> str:
 # --------------------------------------------------------------------------- quantisation
 
 
-def quantization_config(kind: str):
+def quantization_config(kind: str) -> models.ScalarQuantization | models.BinaryQuantization | None:
     """The collection's ``quantization_config`` for ``none``/``int8``/``binary`` (reference §9.3)."""
     from qdrant_client import models
 
@@ -77,7 +80,7 @@ def quantization_config(kind: str):
     return None
 
 
-def search_params(kind: str):
+def search_params(kind: str) -> models.SearchParams | None:
     """Rescore quantised candidates with the original vectors; binary loses more, so oversample."""
     from qdrant_client import models
 
@@ -90,7 +93,7 @@ def search_params(kind: str):
     return None
 
 
-def _quantization_of(info) -> str:
+def _quantization_of(info: models.CollectionInfo) -> str:
     from qdrant_client import models
 
     current = getattr(info.config, "quantization_config", None)
@@ -101,7 +104,7 @@ def _quantization_of(info) -> str:
     return "none"
 
 
-def _vector_size(info) -> int | None:
+def _vector_size(info: models.CollectionInfo) -> int | None:
     vectors = info.config.params.vectors
     return getattr(vectors, "size", None)
 
@@ -119,7 +122,7 @@ class QdrantStore(VectorStore):
     name = "qdrant"
     in_database = False
 
-    def __init__(self, cfg: QdrantSettings | None = None):
+    def __init__(self, cfg: QdrantSettings | None = None) -> None:
         self.cfg = cfg or get_qdrant_settings()
         self.conn = connection_for(self.cfg)
         self.base = self.cfg.collection
@@ -181,11 +184,11 @@ class QdrantStore(VectorStore):
         )
         return True
 
-    def _create_payload_indexes(self, client, name: str) -> None:
+    def _create_payload_indexes(self, client: QdrantClient, name: str) -> None:
         """Indexes for the filters; ``owner`` is the tenant key. Local mode has no indexes."""
         from qdrant_client import models
 
-        specs = {
+        specs: dict[str, models.KeywordIndexParams | models.PayloadSchemaType] = {
             "owner": models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
             "session_id": models.PayloadSchemaType.KEYWORD,
             "expires_at": models.PayloadSchemaType.INTEGER,
@@ -246,13 +249,13 @@ class QdrantStore(VectorStore):
             return 0
         from qdrant_client import models
 
-        operations = [
-            models.SetPayloadOperation(set_payload=models.SetPayload(payload=payload, points=[seq]))
-            for seq, payload in payloads.items()
-        ]
         for name in self.collections():
             existing = self._existing_ids(name, list(payloads))
-            ops = [op for op in operations if op.set_payload.points[0] in existing]
+            ops = [
+                models.SetPayloadOperation(set_payload=models.SetPayload(payload=payload, points=[seq]))
+                for seq, payload in payloads.items()
+                if seq in existing
+            ]
             for start in range(0, len(ops), UPSERT_BATCH):
                 with self.conn.guard() as client:
                     client.batch_update_points(name, update_operations=ops[start : start + UPSERT_BATCH])
@@ -271,17 +274,17 @@ class QdrantStore(VectorStore):
 
     def delete(self, seqs: Iterable[int]) -> None:
         """Remove the points of ``seqs`` from every collection of this base (old signatures too)."""
-        seqs = [int(s) for s in seqs]
-        if not seqs:
+        points: list[models.ExtendedPointId] = [int(s) for s in seqs]
+        if not points:
             return
         from qdrant_client import models
 
         for name in self.collections():
-            for start in range(0, len(seqs), UPSERT_BATCH):
+            for start in range(0, len(points), UPSERT_BATCH):
                 with self.conn.guard() as client:
                     client.delete(
                         name,
-                        points_selector=models.PointIdsList(points=seqs[start : start + UPSERT_BATCH]),
+                        points_selector=models.PointIdsList(points=points[start : start + UPSERT_BATCH]),
                         wait=True,
                     )
 
@@ -308,7 +311,7 @@ class QdrantStore(VectorStore):
             )
         return [VectorHit(seq=int(p.id), score=float(p.score or 0.0)) for p in response.points]
 
-    def _exists(self, client, name: str) -> bool:
+    def _exists(self, client: QdrantClient, name: str) -> bool:
         return name in self.conn.ensured or client.collection_exists(name)
 
     def count(self) -> int:
