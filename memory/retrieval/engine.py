@@ -304,7 +304,9 @@ def _vector_tier(
                 resolution.fallback(f"{store.name} search failed: {type(exc).__name__}")
             if vec:
                 resolution["vectorStore"] = store.name
-                ranked = _rank(strategy, settings, filters, fts, k, vec, store.name, limit, query)
+                ranked = _rank(
+                    strategy, settings, filters, fts, k, vec, store.name, limit, query, checked=False
+                )
                 return _mark_weak(ranked, floor)
             continue
         try:
@@ -320,7 +322,9 @@ def _vector_tier(
             resolution.fallback(f"vector search failed: {type(exc).__name__}")
             return None
         resolution["vectorStore"] = store.name
-        return _mark_weak(_rank(strategy, settings, filters, fts, k, vec, "vector", limit, query), floor)
+        # The database store applied the filters in the same database: no second check.
+        ranked = _rank(strategy, settings, filters, fts, k, vec, "vector", limit, query, checked=True)
+        return _mark_weak(ranked, floor)
     return None
 
 
@@ -343,16 +347,20 @@ def _rank(
     tier: str,
     limit: int,
     query: str,
+    *,
+    checked: bool,
 ) -> list[Hit]:
     """Semantic: the vector hits that pass the filters; hybrid: fused (``MEMORY_FUSION``) with FTS5 and
     the lists of ``memory.retrieval.signals`` (session, answer type) over the same candidates.
 
-    Liveness (owner, expiry, session, retention) is checked on ids first and
-    only the ``limit`` best rows are loaded as models: building instances was
-    most of the cost of a query.
+    A mirror's hits (``checked=False``: its payloads may lag the rows) are checked for liveness
+    (owner, expiry, session, retention) on ids first; the database store's are already visible. Only
+    the ``limit`` best rows are loaded as models: building instances was most of the cost of a query.
     """
-    live = _live(filters, [seq for seq, _ in vec])
-    vec = [(seq, score) for seq, score in vec if seq in live][:k]
+    if not checked:
+        live = _live(filters, [seq for seq, _ in vec])
+        vec = [(seq, score) for seq, score in vec if seq in live]
+    vec = vec[:k]
     if strategy == "semantic":
         top = vec[:limit]
         memories = _fetch([seq for seq, _ in top])
