@@ -16,10 +16,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol
 
+import numpy as np
 from django.db import connection, transaction
 
 from memory.conf import MemorySettings, get_memory_settings
@@ -56,10 +58,23 @@ class VectorContext:
     store_name: str
     reason: str | None
     write_store: VectorStore | None = None
+    # Why the selected store is not searched (Qdrant down, its circuit open): searches say so.
+    store_fallback: str | None = None
 
     @property
     def usable(self) -> bool:
         return self.source is not None and (self.store is not None or self.write_store is not None)
+
+    def live_source(self) -> EmbeddingSource:
+        """The source, for code that runs on a usable context only (callers check ``usable``)."""
+        if self.source is None:
+            raise EmbeddingError(self.reason or "no embedding source is available")
+        return self.source
+
+    def raw_source(self) -> EmbeddingSource:
+        """The source without its query cache (stored texts bypass it)."""
+        source: EmbeddingSource = getattr(self.live_source(), "inner", self.live_source())
+        return source
 
     def search_stores(self) -> list[VectorStore]:
         """The stores a search tries, in order: ``store``, then the database store when it is
@@ -78,19 +93,20 @@ def vector_context(settings: MemorySettings | None = None) -> VectorContext:
         reason = resolution.reason
     elif choice.store is None and write_store is None:
         reason = choice.reason
-    return VectorContext(source, choice.store, resolution, choice.name, reason, write_store)
+    return VectorContext(
+        source, choice.store, resolution, choice.name, reason, write_store, store_fallback=choice.passed_over
+    )
 
 
-def embed_texts(ctx: VectorContext, texts: list[str]):
+def embed_texts(ctx: VectorContext, texts: list[str]) -> np.ndarray:
     """Embed ``texts`` for storage and make sure sqlite-vec matches the source's signature.
 
     Stored texts bypass the embedding cache: it exists for repeated queries,
     and a bulk reindex would only churn it.
     """
-    source = getattr(ctx.source, "inner", ctx.source)
-    vectors = source.embed(texts)
+    vectors = ctx.raw_source().embed(texts)
     if ctx.write_store is not None:
-        rebuilt = ctx.write_store.ensure(signature=ctx.source.signature, dim=int(vectors.shape[1]))
+        rebuilt = ctx.write_store.ensure(signature=ctx.live_source().signature, dim=int(vectors.shape[1]))
         if rebuilt:
             # Every memory lost its vector: re-embed them all in the background.
             schedule_reindex()
@@ -132,6 +148,19 @@ def index_signature(ctx: VectorContext) -> IndexSignature:
     return IndexSignature(held, expected, not same)
 
 
+class Embeddable(Protocol):
+    """What indexing reads of a memory: a ``Memory`` or a :class:`Pending` row."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def owner_id(self) -> object: ...
+
+    @property
+    def content(self) -> str: ...
+
+
 class Pending(NamedTuple):
     """What indexing needs of a memory (cheaper than a model instance in bulk)."""
 
@@ -151,17 +180,20 @@ _repair_lock = threading.Lock()
 _repair_requested: dict[tuple[str, str], float] = {}
 
 
-def query_vector(ctx: VectorContext, text: str, store: VectorStore | None = None):
+def query_vector(ctx: VectorContext, text: str, store: VectorStore | None = None) -> np.ndarray:
     """Embed a query for ``store`` (default: ``ctx.store``). Reads never rebuild the
     index: when the stored vectors come from another model, searching them would be
     meaningless, so this raises ``IndexMismatch`` (retrieval falls back to FTS) and
     schedules the reindex that rebuilds the index, in case nothing else did (an
     ``auto`` source that resolves to a newly built model, a changed environment
     default)."""
-    vector = ctx.source.embed([text])[0]
+    source = ctx.live_source()
+    vector = source.embed([text])[0]
     store = store or ctx.store or ctx.write_store
+    if store is None:
+        raise IndexMismatch("no vector store is available")
     live = store.signature()
-    expected = store.full_signature(ctx.source.signature)
+    expected = store.full_signature(source.signature)
     if live is not None and live != expected:
         _request_repair(live, expected)
         raise IndexMismatch(f"vector index holds {live}, queries embed with {expected}")
@@ -185,7 +217,7 @@ def forget_repair_requests() -> None:
         _repair_requested.clear()
 
 
-def index_memories(memories: Sequence[Memory], ctx: VectorContext) -> int:
+def index_memories(memories: Sequence[Embeddable], ctx: VectorContext) -> int:
     """Embed and store the vectors of ``memories`` in every active index
     (:func:`memory.services.vectorsync.write`); returns how many were indexed.
 
@@ -198,11 +230,14 @@ def index_memories(memories: Sequence[Memory], ctx: VectorContext) -> int:
     vectors = embed_texts(ctx, [m.content for m in memories])
     items = [VectorItem(m.seq, str(m.owner_id), v) for m, v in zip(memories, vectors, strict=True)]
     return vectorsync.write(
-        items, database=ctx.write_store, signature=ctx.source.signature, mark=lambda: _mark_indexed(memories)
+        items,
+        database=ctx.write_store,
+        signature=ctx.live_source().signature,
+        mark=lambda: _mark_indexed(memories),
     )
 
 
-def _mark_indexed(memories: Sequence[Memory]) -> int:
+def _mark_indexed(memories: Sequence[Embeddable]) -> int:
     """Clear ``needs_reindex`` of the rows whose content is still what was embedded."""
     with connection.cursor() as cursor:
         cursor.executemany(
@@ -232,7 +267,7 @@ def index_inline(
     ``new_rows_above``: the memories are exactly the rows above this ``seq``,
     inserted in this transaction, so their flags are cleared in one statement
     and no old vectors need deleting. The mirrors are written after commit."""
-    if not memories:
+    if not memories or ctx.write_store is None:
         return 0
     try:
         vectors = embed_texts(ctx, [m.content for m in memories])
@@ -241,7 +276,7 @@ def index_inline(
         return 0
     items = [VectorItem(m.seq, str(m.owner_id), v) for m, v in zip(memories, vectors, strict=True)]
     vectorsync.write_in_transaction(
-        items, database=ctx.write_store, signature=ctx.source.signature, new=new_rows_above is not None
+        items, database=ctx.write_store, signature=ctx.live_source().signature, new=new_rows_above is not None
     )
     if new_rows_above is None:
         return _mark_indexed(memories)
@@ -283,7 +318,7 @@ class LazyIndexed(NamedTuple):
         return self.left > 0 or self.more
 
 
-def lazy_index(owner_ids, ctx: VectorContext, *, limit: int) -> LazyIndexed:
+def lazy_index(owner_ids: Iterable[uuid.UUID | str] | None, ctx: VectorContext, *, limit: int) -> LazyIndexed:
     """Embed up to ``limit`` not-yet-indexed memories of ``owner_ids`` (bounded work on a read)."""
     if limit <= 0:
         return LazyIndexed()
@@ -291,7 +326,7 @@ def lazy_index(owner_ids, ctx: VectorContext, *, limit: int) -> LazyIndexed:
     # left to itself the planner prefers the owner index and visits every row
     # of the owner.
     sql = "SELECT seq FROM memories INDEXED BY memory_needs_reindex WHERE needs_reindex"
-    params: list = []
+    params: list[str | int] = []
     if owner_ids is not None:
         owners = [owner_hex(o) for o in owner_ids]
         sql += f" AND owner_id IN ({', '.join(['%s'] * len(owners))})"
@@ -333,9 +368,12 @@ def rebuild_stale_index(ctx: VectorContext) -> bool:
     """
     if ctx.write_store is None or not index_signature(ctx).stale:
         return False
-    if ctx.source.dim is None:
-        getattr(ctx.source, "inner", ctx.source).embed(["dimension probe"])
-    return ctx.write_store.ensure(signature=ctx.source.signature, dim=int(ctx.source.dim))
+    source = ctx.live_source()
+    if source.dim is None:
+        ctx.raw_source().embed(["dimension probe"])
+    if source.dim is None:
+        raise EmbeddingError("the embedding source did not report its dimension")
+    return ctx.write_store.ensure(signature=source.signature, dim=int(source.dim))
 
 
 def reindex_if_stale() -> bool:
@@ -353,7 +391,7 @@ def reindex_if_stale() -> bool:
     return True
 
 
-def reindex_batch(ctx: VectorContext, *, limit: int = 100) -> dict:
+def reindex_batch(ctx: VectorContext, *, limit: int = 100) -> dict[str, int]:
     """One batch of the queue, oldest first: ``{processed, errors}``."""
     queue = [
         Pending(*row)
@@ -372,7 +410,7 @@ def reindex_batch(ctx: VectorContext, *, limit: int = 100) -> dict:
     return {"processed": processed, "errors": errors}
 
 
-def reindex_all(*, progress: Callable[[int, int], None] | None = None, batch: int = 1024) -> dict:
+def reindex_all(*, progress: Callable[[int, int], None] | None = None, batch: int = 1024) -> dict[str, Any]:
     """Drain the queue in batches, reporting ``(done, total)`` after each.
 
     A stale index (another embedding signature) is rebuilt first, so every
@@ -414,7 +452,7 @@ def reindex_all(*, progress: Callable[[int, int], None] | None = None, batch: in
     return {"processed": done, "errors": errors, "pending": remaining, "reason": None, "mirrors": backfill}
 
 
-def _progress(callback, done: int, total: int, *, finished: bool) -> None:
+def _progress(callback: Callable[[int, int], None] | None, done: int, total: int, *, finished: bool) -> None:
     if callback is not None:
         callback(done, total)
     reindex_progress.send(sender=Memory, done=done, total=total, finished=finished)
