@@ -3,24 +3,35 @@ and the error envelope of the API and the MCP HTTP transport.
 
 The REST API, the MCP tools, summarisation's candidates and the Studio's export all answer
 :func:`memory_json`; ``memory.api.responses.MemorySerializer`` documents it for the OpenAPI schema
-(``tests/memory/api/test_schema.py`` checks that the two name the same fields).
+(``tests/memory/api/test_schema.py`` checks that the two name the same fields). The two other shapes
+that show a memory are cut from it: a retrieval hit (:func:`hit_json`: the memory's identity and
+content with how it was found) and a Qdrant search result (:func:`qdrant_result_json`: the payload a
+Qdrant point carries).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from memory.models import Memory
 
+if TYPE_CHECKING:  # for the hint only: shaping a hit needs no retrieval code at run time
+    from memory.retrieval.engine import Hit
 
-class MemoryDict(TypedDict):
+
+class MemoryRefDict(TypedDict):
+    """What every shape that shows a memory says of it."""
+
     id: str
     apiKeyId: str
-    sessionId: str
     type: str
     key: str
     content: str
+
+
+class MemoryDict(MemoryRefDict):
+    sessionId: str
     metadata: dict[str, Any]
     createdAt: str | None
     updatedAt: str | None
@@ -37,14 +48,20 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def memory_json(memory: Memory) -> MemoryDict:
+def memory_ref_json(memory: Memory) -> MemoryRefDict:
     return {
         "id": str(memory.uuid),
         "apiKeyId": str(memory.owner_id),
-        "sessionId": memory.session_id or "",
         "type": memory.type,
         "key": memory.key or "",
         "content": memory.content,
+    }
+
+
+def memory_json(memory: Memory) -> MemoryDict:
+    return {
+        **memory_ref_json(memory),
+        "sessionId": memory.session_id or "",
         "metadata": memory.metadata if isinstance(memory.metadata, dict) else {},
         "createdAt": iso(memory.created_at),
         "updatedAt": iso(memory.updated_at),
@@ -53,6 +70,68 @@ def memory_json(memory: Memory) -> MemoryDict:
         "lastAccessedAt": iso(memory.last_accessed_at),
         "importance": memory.importance,
         "needsReindex": memory.needs_reindex,
+    }
+
+
+class HitDict(MemoryRefDict):
+    """A retrieved memory (``retrieve-preview``, the Studio's Sandbox): see
+    ``memory.api.views_retrieval.PreviewHitSerializer`` for each score's meaning."""
+
+    score: float
+    tokens: int
+    tier: str
+    vecScore: float | None
+    ftsScore: float | None
+    sessionScore: float | None
+    answerType: bool
+    belowFloor: bool
+
+
+def hit_json(hit: Hit) -> HitDict:
+    return {
+        **memory_ref_json(hit.memory),
+        "score": hit.score,
+        "tokens": hit.tokens,
+        "tier": hit.tier,
+        "vecScore": hit.vec_score,
+        "ftsScore": hit.fts_score,
+        "sessionScore": hit.session_score,
+        "answerType": hit.answer_type,
+        "belowFloor": hit.below_floor,
+    }
+
+
+class QdrantPayloadDict(TypedDict):
+    apiKeyId: str
+    sessionId: str
+    type: str
+    key: str
+    content: str
+    createdAt: str | None
+    expiresAt: str | None
+
+
+class QdrantResultDict(TypedDict):
+    id: str
+    score: float
+    payload: QdrantPayloadDict
+
+
+def qdrant_result_json(memory: Memory, score: float) -> QdrantResultDict:
+    """A Qdrant search result: the memory's id and score, and the payload its point carries."""
+    shown = memory_json(memory)
+    return {
+        "id": shown["id"],
+        "score": score,
+        "payload": {
+            "apiKeyId": shown["apiKeyId"],
+            "sessionId": shown["sessionId"],
+            "type": shown["type"],
+            "key": shown["key"],
+            "content": shown["content"],
+            "createdAt": shown["createdAt"],
+            "expiresAt": shown["expiresAt"],
+        },
     }
 
 

@@ -16,6 +16,7 @@ from memory.embeddings.runtime import resolve
 from memory.models import ApiKey
 from memory.principals import Principal
 from memory.retrieval.engine import RetrievalResult, chat_retrieval, retrieve, vec_min_score
+from memory.shapes import hit_json
 
 STRATEGY_NAMES = {"exact": "recent"}  # the settings' name of an internal strategy
 
@@ -98,24 +99,7 @@ def gateway_floor(settings: MemorySettings) -> float:
 
 def _bundle(result: RetrievalResult) -> dict:
     return {
-        "memories": [
-            {
-                "id": str(hit.memory.uuid),
-                "apiKeyId": str(hit.memory.owner_id),
-                "type": hit.memory.type,
-                "key": hit.memory.key or "",
-                "content": hit.memory.content,
-                "score": hit.score,
-                "tokens": hit.tokens,
-                "tier": hit.tier,
-                "vecScore": hit.vec_score,
-                "ftsScore": hit.fts_score,
-                "sessionScore": hit.session_score,
-                "answerType": hit.answer_type,
-                "belowFloor": hit.below_floor,
-            }
-            for hit in result.hits
-        ],
+        "memories": [hit_json(hit) for hit in result.hits],
         "resolution": result.resolution,
         "totalTokensUsed": result.total_tokens,
         "budgetMaxTokens": result.budget_max_tokens,

@@ -10,8 +10,10 @@ from django.core.management import call_command
 from django.utils import timezone
 from drf_spectacular.drainage import GENERATOR_STATS
 
-from memory.api.responses import MemorySerializer
-from memory.shapes import MemoryDict, memory_json
+from memory.api.responses import MemorySerializer, QdrantPointPayloadSerializer, QdrantSearchHitSerializer
+from memory.api.views_retrieval import PreviewHitSerializer
+from memory.retrieval.engine import Hit
+from memory.shapes import HitDict, MemoryDict, MemoryRefDict, hit_json, memory_json, qdrant_result_json
 from tests.factories import make_memory
 
 pytestmark = pytest.mark.django_db
@@ -105,6 +107,18 @@ def test_every_answer_is_a_typed_object_and_errors_are_the_envelope(schema):
 def test_the_memory_serializer_documents_the_one_memory_shape(alice):
     shape = memory_json(make_memory(alice, "I prefer tea", key="pref:drink"))
     assert set(MemorySerializer().fields) == set(shape) == MemoryDict.__required_keys__
+
+
+def test_the_preview_and_qdrant_serializers_document_the_shapes_cut_from_it(alice):
+    memory = make_memory(alice, "I prefer tea", key="pref:drink")
+    hit = hit_json(Hit(memory=memory, score=0.5, tier="hybrid-rrf", tokens=4))
+    assert set(PreviewHitSerializer().fields) == set(hit) == HitDict.__required_keys__
+    shown = memory_json(memory)
+    assert all(hit[name] == shown[name] for name in MemoryRefDict.__required_keys__)
+    result = qdrant_result_json(memory, 0.5)
+    assert set(QdrantSearchHitSerializer().fields) == set(result)
+    assert set(QdrantPointPayloadSerializer().fields) == set(result["payload"])
+    assert all(result["payload"][name] == shown[name] for name in result["payload"])
 
 
 # -- the answers against the schema -----------------------------------------------------------------------
