@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Protocol
 
+from memory.chatbody import last_user_text
+
 __all__ = [
     "CACHE_CONTROL_FIELDS",
     "DEFAULT_PROVIDER_ROLES",
@@ -252,52 +254,7 @@ def _merged_system_message(message: Mapping[str, Any], text: str) -> dict[str, A
 
 
 # Role-less Responses-API items that are not user text (reference §4.4.3).
-_NON_TEXT_ITEM_TYPES = frozenset(
-    {
-        "function_call",
-        "function_call_output",
-        "tool_call",
-        "tool_call_output",
-        "reasoning",
-        "computer_call",
-        "computer_call_output",
-        "web_search_call",
-        "file_search_call",
-    }
-)
-_TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
-
-
 def last_user_query(body: Mapping[str, Any]) -> str:
-    """The retrieval query: the text of the last user item of ``messages``, then ``input`` (reference
-    §4.4.3). A string content is returned as is; content parts are joined with a space and trimmed."""
-    for field in ("messages", "input"):
-        items = body.get(field)
-        if isinstance(items, str) and items.strip():
-            return items
-        if not isinstance(items, list):
-            continue
-        for item in reversed(items):
-            if not isinstance(item, Mapping):
-                continue
-            role = item.get("role")
-            if role is not None and role != "user":
-                continue
-            if role is None and item.get("type") in _NON_TEXT_ITEM_TYPES:
-                continue
-            content = item.get("content", item.get("text"))
-            if isinstance(content, str) and content.strip():
-                return content
-            if isinstance(content, list):
-                texts = []
-                for part in content:
-                    if isinstance(part, str):
-                        texts.append(part)
-                    elif isinstance(part, Mapping) and part.get("type") in (None, *_TEXT_PART_TYPES):
-                        text = part.get("text", part.get("input_text"))
-                        if isinstance(text, str):
-                            texts.append(text)
-                joined = " ".join(texts).strip()
-                if joined:
-                    return joined
-    return ""
+    """The retrieval query: the text of the last user message (``memory.chatbody``), its parts joined
+    by a space."""
+    return last_user_text(body, joiner=" ")

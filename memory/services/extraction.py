@@ -19,13 +19,14 @@ The extraction itself (rules, polarity, what is not a statement of the user's fa
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import OperationalError, transaction
 from django.utils import timezone
 
+from memory.chatbody import assistant_text, last_user_text
+from memory.conf import get_memory_settings
 from memory.extraction import MAX_EXTRACTION_TEXT_LENGTH, Fact, extract_facts
 from memory.models import ApiKey, Memory
 from memory.services.memories import MemoryInput, memory_create
@@ -40,74 +41,18 @@ def _tail(text: str) -> str:
     return text[-MAX_EXTRACTION_TEXT_LENGTH:]
 
 
-def _parts_text(parts: list[Any]) -> str:
-    texts = [
-        part["text"].strip()
-        for part in parts
-        if isinstance(part, Mapping) and isinstance(part.get("text"), str) and part["text"].strip()
-    ]
-    return "\n".join(texts)
-
-
 def user_text_from_request(body: Any) -> str:
-    """The text of the last ``user`` message of a chat request (reference §2.5), capped to the 64 KiB tail.
-
-    A string content is trimmed; an array content gives the trimmed ``text`` of its parts joined by
-    ``"\\n"``. Responses-API ``input`` is read the same way when there are no messages. ``""`` if none.
-    """
-    if not isinstance(body, Mapping):
-        return ""
-    for field in ("messages", "input"):
-        items = body.get(field)
-        if field == "input" and isinstance(items, str):
-            return _tail(items.strip())
-        if not isinstance(items, list):
-            continue
-        for item in reversed(items):
-            if not isinstance(item, Mapping):
-                continue
-            role = item.get("role")
-            if field == "messages" and role != "user":
-                continue
-            if field == "input" and (
-                role not in (None, "", "user") or item.get("type") not in (None, "", "message")
-            ):
-                continue
-            content = item.get("content")
-            if isinstance(content, str) and content.strip():
-                return _tail(content.strip())
-            if isinstance(content, list):
-                text = _parts_text(content)
-                if text:
-                    return _tail(text)
-        if items:
-            return ""
-    return ""
+    """The text of the last user message of a chat request (``memory.chatbody``), its parts joined by
+    a line break, capped to the 64 KiB tail."""
+    return _tail(last_user_text(body, joiner="\n"))
 
 
 def assistant_text_from_response(data: Any) -> str:
-    """The assistant's text in a non-streaming response (reference §2.5), capped to the 64 KiB tail:
-    OpenAI ``choices[0].message.content``, else Anthropic ``content[]`` text parts, else Responses
-    ``output_text``; ``""`` if none."""
-    if not isinstance(data, Mapping):
-        return ""
-    choices = data.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
-        message = choices[0].get("message")
-        if isinstance(message, Mapping) and isinstance(message.get("content"), str):
-            return _tail(message["content"])
-    content = data.get("content")
-    if isinstance(content, list):
-        text = _parts_text([p for p in content if isinstance(p, Mapping) and p.get("type") == "text"])
-        if text:
-            return _tail(text)
-    output_text = data.get("output_text")
-    return _tail(output_text) if isinstance(output_text, str) else ""
+    """The assistant's text in a non-streaming answer (``memory.chatbody``), capped to the 64 KiB tail."""
+    return _tail(assistant_text(data))
 
 
 def _facts(user_text: str, assistant_text: str) -> list[Fact]:
-    from memory.conf import get_memory_settings
-
     facts = extract_facts(user_text, source="user_message")
     # An assistant saying "I prefer …" speaks of itself, not of the user (reference L1):
     # operators can turn this source off; the metadata always says where a fact came from.
