@@ -14,8 +14,16 @@ from django.db import connection
 from django.utils import timezone
 
 from memory.models import Memory
-from memory.retrieval import fts
-from memory.retrieval.fts import BM25_WEIGHTS, MAX_TERMS, fts_search, quote_term, read_conditions
+from memory.retrieval.fts import (
+    BM25_WEIGHTS,
+    MAX_TERMS,
+    fts_search,
+    quote_term,
+    read_conditions,
+    search,
+    statistics,
+)
+from memory.retrieval.fts import query as fts_query
 from memory.retrieval.relevance import query_terms
 from memory.services.memories import MemoryInput, memory_bulk_create
 from tests.factories import expired, make_memory
@@ -117,7 +125,7 @@ def every_plan(owners, query, *, limit, now, candidates=None, **filters):
     """The result of each plan, forced: the full query with the owner in MATCH or on the whole index,
     and the selective-first query of every split either way (None where its bound did not settle it)."""
     terms = query_terms(query)
-    search = fts._Search(
+    plan = search._Search(
         terms,
         owners,
         limit=limit,
@@ -125,9 +133,9 @@ def every_plan(owners, query, *, limit, now, candidates=None, **filters):
         conditions=read_conditions("m", now=now, **filters),
     )
     in_match = (False,) if owners is None else (True, False)
-    results = [search._full(owner_in_match=owner_in_match) for owner_in_match in in_match]
-    for selective in search._splits(fts.DOC_FREQUENCIES.documents(terms)):
-        results += [search._selective_first(selective, owner_in_match=m) for m in in_match]
+    results = [plan._full(owner_in_match=owner_in_match) for owner_in_match in in_match]
+    for selective in plan._splits(statistics.DOC_FREQUENCIES.documents(terms)):
+        results += [plan._selective_first(selective, owner_in_match=m) for m in in_match]
     return results
 
 
@@ -204,25 +212,25 @@ def test_the_filters_apply_to_the_owners_best_candidates_as_before(alice, bob, s
 
 def test_an_exact_count_is_read_again_once_the_index_changed(alice):
     make_memory(alice, content="kiwi")
-    assert fts.DOC_FREQUENCIES.documents(["kiwi"]) == {"kiwi": 1}
+    assert statistics.DOC_FREQUENCIES.documents(["kiwi"]) == {"kiwi": 1}
     make_memory(alice, content="kiwi again")
     # The plan's count may be stale (approximate by design)...
-    assert fts.DOC_FREQUENCIES.documents(["kiwi"]) == {"kiwi": 1}
+    assert statistics.DOC_FREQUENCIES.documents(["kiwi"]) == {"kiwi": 1}
     # ... the bound's never is: a statement in another snapshot reads it again.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(fts.STAMP_COLUMNS))
-        stamp = fts._stamp(cursor.fetchone())
-    assert fts.DOC_FREQUENCIES.exact_documents(["kiwi"], stamp) == [2]
+        cursor.execute("SELECT " + ", ".join(statistics.STAMP_COLUMNS))
+        stamp = statistics.snapshot_stamp(cursor.fetchone())
+    assert statistics.DOC_FREQUENCIES.exact_documents(["kiwi"], stamp) == [2]
 
 
 def test_a_count_from_another_snapshot_is_refused(alice):
     make_memory(alice, content="kiwi")
     with connection.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(fts.STAMP_COLUMNS))
-        stamp = fts._stamp(cursor.fetchone())
+        cursor.execute("SELECT " + ", ".join(statistics.STAMP_COLUMNS))
+        stamp = statistics.snapshot_stamp(cursor.fetchone())
     make_memory(alice, content="kiwi again")
-    with pytest.raises(fts._Moved):
-        fts.DOC_FREQUENCIES.exact_documents(["kiwi"], stamp)
+    with pytest.raises(statistics.Moved):
+        statistics.DOC_FREQUENCIES.exact_documents(["kiwi"], stamp)
 
 
 def test_the_bound_exceeds_what_any_memory_scores_from_those_words(alice):
@@ -232,17 +240,17 @@ def test_the_bound_exceeds_what_any_memory_scores_from_those_words(alice):
     texts = ["coffee", "coffee " * 50, "coffee team", ("coffee team " * 30), "team"]
     for text in texts:
         make_memory(alice, content=text)
-    documents = fts.DOC_FREQUENCIES.documents(["coffee", "team"])
+    documents = statistics.DOC_FREQUENCIES.documents(["coffee", "team"])
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT -bm25(memory_fts, {BM25_WEIGHTS}) AS score FROM memory_fts WHERE memory_fts MATCH %s "
             "ORDER BY score DESC LIMIT 1",
-            [fts.match_expression(["coffee", "team"])],
+            [fts_query.match_expression(["coffee", "team"])],
         )
         best = cursor.fetchone()[0]
         cursor.execute("SELECT count(*) FROM memories")
         rows = cursor.fetchone()[0]
-    assert best < fts.common_terms_bound(rows, [documents["coffee"], documents["team"]])
+    assert best < fts_query.common_terms_bound(rows, [documents["coffee"], documents["team"]])
 
 
 def test_user_text_reaches_match_only_quoted(alice, settings):
@@ -270,13 +278,13 @@ def test_the_common_words_best_score_settles_what_their_bound_cannot(alice, bob,
     now = timezone.now()
     query = "kiwi every day"
     terms = query_terms(query)
-    search = fts._Search(
+    plan = search._Search(
         terms, [alice.pk.hex], limit=10, candidates=100, conditions=read_conditions("m", now=now)
     )
     selective = ["kiwi"]
-    assert fts.selective_terms(terms) == selective
-    hits = search._selective_first(selective, owner_in_match=True)
-    assert fts.DOC_FREQUENCIES.known_best_score(["every", "day"]) is not None  # the bound did not do
+    assert search.selective_terms(terms) == selective
+    hits = plan._selective_first(selective, owner_in_match=True)
+    assert statistics.DOC_FREQUENCIES.known_best_score(["every", "day"]) is not None  # the bound did not do
     assert hits is not None and pairs(hits) == full_query([alice.pk.hex], query, limit=10, now=now)
     assert pairs(fts_search(query=query, owner_ids=[alice.pk.hex], limit=10, now=now)) == pairs(hits)
 
@@ -284,11 +292,11 @@ def test_the_common_words_best_score_settles_what_their_bound_cannot(alice, bob,
 def test_a_best_score_from_another_snapshot_is_refused(alice):
     make_memory(alice, content="coffee")
     with connection.cursor() as cursor:
-        cursor.execute("SELECT " + ", ".join(fts.STAMP_COLUMNS))
-        stamp = fts._stamp(cursor.fetchone())
-    best = fts.DOC_FREQUENCIES.best_score(["coffee"], stamp)
+        cursor.execute("SELECT " + ", ".join(statistics.STAMP_COLUMNS))
+        stamp = statistics.snapshot_stamp(cursor.fetchone())
+    best = statistics.DOC_FREQUENCIES.best_score(["coffee"], stamp)
     make_memory(alice, content="coffee coffee")
-    assert fts.DOC_FREQUENCIES.best_score(["coffee"], stamp) == best  # remembered for that snapshot
-    fts.DOC_FREQUENCIES.clear()
-    with pytest.raises(fts._Moved):  # not readable in it any more
-        fts.DOC_FREQUENCIES.best_score(["coffee"], stamp)
+    assert statistics.DOC_FREQUENCIES.best_score(["coffee"], stamp) == best  # remembered for that snapshot
+    statistics.DOC_FREQUENCIES.clear()
+    with pytest.raises(statistics.Moved):  # not readable in it any more
+        statistics.DOC_FREQUENCIES.best_score(["coffee"], stamp)

@@ -1,11 +1,4 @@
-"""The only place that builds FTS5 queries.
-
-User text never reaches ``MATCH`` raw (reference B2): it is tokenised with
-:func:`memory.retrieval.relevance.query_terms` (stop-words dropped) and every
-term is double-quoted, so punctuation, ``-``, ``:``, ``*`` or quotes in a
-question can neither break the query nor change its meaning. Terms are
-OR-joined for recall; bm25 then ranks memories matching more (and rarer)
-terms first.
+"""Keyword search: the exact result of one bm25 query, reached with less work.
 
 What a search returns is always the result of one query: FTS5's bm25 of the
 OR of every query term over the owners' memories, best first (ties by
@@ -50,26 +43,28 @@ from __future__ import annotations
 
 import functools
 import math
-import time
-from collections.abc import Iterable, Sized
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.conf import settings
 from django.db import connection
 
+from memory.retrieval.fts.query import (
+    BM25_WEIGHTS,
+    MAX_QUERY_CHARS,
+    MAX_TERMS,
+    TERM_BOUND,
+    common_terms_bound,
+    fts5_idf,
+    marks,
+    match_expression,
+    read_conditions,
+)
+from memory.retrieval.fts.statistics import DOC_FREQUENCIES, STAMP_COLUMNS, Moved, snapshot_stamp
 from memory.retrieval.relevance import query_terms
-from memory.visibility import Visibility, owner_hex
+from memory.visibility import owner_hex
 
-MAX_TERMS = 32
-MAX_QUERY_CHARS = 2048
-# bm25 column weights: content, key, context (a conversation turn's previous turn,
-# memory.services.turns), owner_id (the owner column only filters).
-BM25_WEIGHTS = "1.0, 0.5, 0.5, 0.0"
-TEXT_COLUMNS = "{content key context}"
-# FTS5's bm25 (fts5_aux.c) uses k1 = 1.2: a term adds less than idf * (k1 + 1) to any memory's score.
-TERM_BOUND = 1.2 + 1
 # Relative costs measured at 100k memories per owner, in units of one doclist entry read while bm25
 # counts a phrase's documents (~25 ns): a matched row scored by bm25 ~25, a row joined back and
 # checked in Python ~40.
@@ -89,205 +84,6 @@ STATEMENT_COST = 4000
 class FtsHit:
     seq: int
     rank: float  # bm25: more negative is better
-
-
-def quote_term(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-class _Statistics:
-    """How many memories hold a term (text columns, every owner), belong to some owners, exist.
-
-    For choosing a query plan (which words are common, whether the owner goes into MATCH) they are
-    approximate by design: remembered ``TTL`` seconds, shared by the process's threads. A term's count
-    is also kept with the *stamp* of the snapshot it was read in (``STAMP_COLUMNS``, on one
-    connection): a later statement on that connection with the same stamp sees the same rows, so the
-    count is exact for it.
-    """
-
-    TTL = 600.0
-    MAX_ENTRIES = 50_000
-
-    def __init__(self) -> None:
-        # Reads and writes of single keys: atomic under the GIL, no lock needed.
-        self.values: dict = {}
-
-    def _known(self, key: tuple) -> Any:
-        hit = self.values.get(key)
-        return hit[1] if hit is not None and time.monotonic() - hit[0] < self.TTL else None
-
-    def remember(self, key: tuple, value: Any, stamp: tuple | None = None) -> None:
-        values = self.values
-        if len(values) >= self.MAX_ENTRIES:
-            values.clear()
-        values[key] = (time.monotonic(), value, stamp)
-
-    def documents(self, terms: list[str]) -> dict[str, int]:
-        """Approximate document counts of ``terms`` (for plans)."""
-        known = {term: self._known(("term", term)) for term in terms}
-        missing = [term for term, count in known.items() if count is None]
-        if missing:
-            known.update(self.count_documents(missing))
-        return known
-
-    def exact_documents(self, terms: list[str], stamp: tuple) -> list[int]:
-        """The document counts of ``terms`` in the snapshot stamped ``stamp``; raises ``_Moved``
-        when they cannot be read in that snapshot any more."""
-        values = self.values
-        hits = [values.get(("exact", id(stamp[0]), term)) for term in terms]
-        known = [hit[1] for hit in hits if hit is not None and _same_stamp(hit[2], stamp)]
-        if len(known) == len(terms):
-            return known
-        counts = self.count_documents(terms, stamp=stamp)
-        return [counts[term] for term in terms]
-
-    def count_documents(self, terms: list[str], *, stamp: tuple | None = None) -> dict[str, int]:
-        """Count (one statement, one snapshot) and remember the documents of ``terms``. With ``stamp``,
-        raises ``_Moved`` when the statement's snapshot is not that one."""
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT " + ", ".join([*(_term_count_sql() for _ in terms), *STAMP_COLUMNS]),
-                [_any_of([t]) for t in terms],
-            )
-            row = cursor.fetchone()
-            read = _stamp(row[len(terms) :])
-        if stamp is not None and not _same_stamp(read, stamp):
-            raise _Moved
-        counts = dict(zip(terms, (int(n) for n in row[: len(terms)]), strict=True))
-        for term, count in counts.items():
-            self.remember(("term", term), count)
-            # Kept per connection; the entry holds the connection, so no other can get its id.
-            self.remember(("exact", id(read[0]), term), count, read)
-        return counts
-
-    def best_score(self, terms: list[str], stamp: tuple) -> float:
-        """The best bm25 any memory (of any owner) gets from ``terms`` alone, in the snapshot stamped
-        ``stamp`` (0.0 when none holds them), remembered with that stamp; raises ``_Moved`` when it
-        cannot be read in that snapshot any more."""
-        exact = ("best", id(stamp[0]), *terms)
-        hit = self.values.get(exact)
-        if hit is not None and _same_stamp(hit[2], stamp):
-            return hit[1]
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT (SELECT bm25(memory_fts, {BM25_WEIGHTS}) AS rank FROM memory_fts "
-                "WHERE memory_fts MATCH %s ORDER BY rank LIMIT 1), " + ", ".join(STAMP_COLUMNS),
-                [_any_of(terms)],
-            )
-            rank, *values = cursor.fetchone()
-        read = _stamp(values)
-        if not _same_stamp(read, stamp):
-            raise _Moved
-        best = 0.0 if rank is None else -float(rank)
-        self.remember(("best", *terms), best)
-        self.remember(exact, best, read)
-        return best
-
-    def known_best_score(self, terms: list[str]) -> float | None:
-        """The last best score read for ``terms`` (for plans), if any."""
-        return self._known(("best", *terms))
-
-    def _count(self, key: tuple, sql: str, params: list) -> int:
-        count = self._known(key)
-        if count is None:
-            with connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                count = int(cursor.fetchone()[0])
-            self.remember(key, count)
-        return count
-
-    def together(self, terms: list[str]) -> int:
-        """Approximately how many memories hold every one of ``terms`` (for plans)."""
-        if len(terms) == 1:
-            return self.documents(terms)[terms[0]]
-        expression = " AND ".join(_any_of([t]) for t in terms)
-        return self._count(("together", *sorted(terms)), f"SELECT {_term_count_sql()}", [expression])
-
-    def total(self) -> int:
-        return self._count(("total",), "SELECT count(*) FROM memories", [])
-
-    def owned(self, owners: list[str]) -> int:
-        return self._count(
-            ("owners", *sorted(owners)),
-            f"SELECT count(*) FROM memories WHERE owner_id IN ({_marks(owners)})",
-            owners,
-        )
-
-    def clear(self) -> None:
-        self.values.clear()
-
-
-class _Moved(Exception):
-    """The database changed between two statements that had to see the same rows."""
-
-
-# What identifies a snapshot on one connection: commits by any other connection change
-# ``data_version``, this connection's own changes (pending ones too) change ``total_changes()``.
-STAMP_COLUMNS = ("(SELECT data_version FROM pragma_data_version)", "total_changes()")
-
-
-def _stamp(values: Iterable[Any]) -> tuple:
-    """The stamp of the statement that read ``values`` (the STAMP_COLUMNS) on this thread's connection."""
-    return (connection.connection, *values)
-
-
-def _same_stamp(a: tuple | None, b: tuple) -> bool:
-    # The connection is compared by identity: a new connection starts its counters again.
-    return a is not None and a[0] is b[0] and a[1:] == b[1:]
-
-
-DOC_FREQUENCIES = _Statistics()
-
-
-def _marks(values: Sized) -> str:
-    return ", ".join(["%s"] * len(values))
-
-
-def _any_of(terms: list[str]) -> str:
-    return f"{TEXT_COLUMNS} : (" + " OR ".join(quote_term(t) for t in terms) + ")"
-
-
-def _term_count_sql() -> str:
-    return "(SELECT count(*) FROM memory_fts WHERE memory_fts MATCH %s)"
-
-
-def match_expression(
-    terms: list[str], owner_ids: list[str] | None = None, *, selective: list[str] | None = None
-) -> str:
-    """The MATCH string OR-ing ``terms`` (each quoted; all of them score), limited to ``owner_ids``
-    (hex) when given. With ``selective`` (some of ``terms``), only the memories holding one of those
-    match; their scores stay the full query's (the phrases under ``NOT`` have no positions in them)."""
-    expression = _any_of(terms)
-    if selective is not None:
-        common = [t for t in terms if t not in selective]
-        expression = f"{expression} NOT ({_any_of(common)} NOT {_any_of(selective)})"
-    if owner_ids is not None:
-        owners = " OR ".join(quote_term(o) for o in owner_ids)
-        expression = "{owner_id} : (" + owners + ") AND (" + expression + ")"
-    return expression
-
-
-def fts5_idf(rows: int, documents: int) -> float:
-    """bm25's idf in FTS5 (fts5_aux.c) for a term in ``documents`` of ``rows`` rows; it grows with
-    ``rows``."""
-    idf = math.log(max(rows - documents + 0.5, 0.5) / (documents + 0.5))
-    return idf if idf > 0 else 1e-6
-
-
-def common_terms_bound(row_count_bound: int, documents: list[int]) -> float:
-    """More than any memory can score from terms found in ``documents`` memories each, when the table
-    has at most ``row_count_bound`` rows: the sum of ``idf * (k1 + 1)``."""
-    return sum(fts5_idf(row_count_bound, n) for n in documents) * TERM_BOUND * (1 + 1e-9)
-
-
-def read_conditions(
-    alias: str, *, now: datetime, session_id: str | None = None, created_after: datetime | None = None
-) -> tuple[list[str], list]:
-    """The SQL conditions (on the ``memories`` table as ``alias``) and parameters of the read filters
-    other than the owner: not expired at ``now``, in ``session_id``, created from ``created_after``."""
-    return Visibility(owner_ids=None, now=now, session_id=session_id, created_after=created_after).sql(
-        alias, owners=False
-    )
 
 
 @dataclass
@@ -441,7 +237,7 @@ class _Search:
         conditions, values = self.conditions
         mine, mine_values = "1", []
         if self.owners is not None and not owner_in_match:
-            mine, mine_values = f"m.owner_id IN ({_marks(self.owners)})", list(self.owners)
+            mine, mine_values = f"m.owner_id IN ({marks(self.owners)})", list(self.owners)
         asked = self._rows_asked(owner_in_match)
         columns = ", ".join(["f.rowid", "f.rank", mine, f"({' AND '.join(conditions)})", *extra])
         sql = (
@@ -489,7 +285,7 @@ class _Search:
             return None
         score = -walk.last_rank
         highest, lowest, *values = walk.extra
-        stamp = _stamp(values)
+        stamp = snapshot_stamp(values)
         try:
             documents = DOC_FREQUENCIES.exact_documents(common, stamp)
             if score >= common_terms_bound(int(highest) - int(lowest) + 1, documents):
@@ -498,7 +294,7 @@ class _Search:
             # words really give a memory is exact, and costs scoring their memories once per snapshot.
             if DOC_FREQUENCIES.best_score(common, stamp) < score:
                 return walk.hits
-        except _Moved:
+        except Moved:
             pass
         return None
 
