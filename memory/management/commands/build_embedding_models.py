@@ -8,7 +8,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.bounds import MAX_THREADS, int_option
 from memory.embeddings import runtime
+from memory.embeddings.build import ModelBuildError, build_minilm_onnx, default_model_src_dir
 from memory.embeddings.catalog import BGE_SMALL, MINILM, RERANKER
+from memory.embeddings.static_build import build_static
+from memory.embeddings.vectrix import build_bge_small, build_reranker
 from memory.retrieval import cross_encoder
 
 
@@ -38,13 +41,6 @@ class Command(BaseCommand):
     def handle(
         self, *args: Any, fast: bool, skip_static: bool, minilm_only: bool, threads: int, **options: Any
     ) -> None:
-        from memory.embeddings.build import (
-            ModelBuildError,
-            build_minilm_onnx,
-            build_static,
-            default_model_src_dir,
-        )
-
         fast = fast or settings.MEMORY_TRANSFORMERS_FAST
         started = time.perf_counter()
         try:
@@ -71,9 +67,6 @@ class Command(BaseCommand):
 
     def _build_vectrix(self, *, fast: bool) -> None:
         """The stronger models are optional: when they cannot be built, say why; MiniLM stays."""
-        from memory.embeddings.build import ModelBuildError
-        from memory.embeddings.vectrix import build_bge_small, build_reranker
-
         try:
             path = build_bge_small(runtime.local_model_dir(BGE_SMALL.name), fast=fast)
             self.stdout.write(f"ONNX model ready in {path}")

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.embeddings.build import build_minilm_onnx, build_static, default_model_src_dir
+from memory.embeddings.build import build_minilm_onnx, default_model_src_dir
+from memory.embeddings.static_build import build_static
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -19,10 +19,10 @@ from memory.embeddings.build import (
     TOKENIZER_FILENAME,
     ModelBuildError,
     build_minilm_onnx,
-    build_static,
     default_model_src_dir,
     sha256_file,
 )
+from memory.embeddings.static_build import build_static
 
 pytestmark = pytest.mark.slow
 
