@@ -1,5 +1,5 @@
-"""The reference's decision family (decisions and plans): its rules (§2.1, sources unchanged, so its
-worked examples still capture the same phrase), then the English phrasings it misses (B9 and ours), then
+"""The original's decision family (decisions and plans): its rules (sources unchanged, so its
+worked examples still capture the same phrase), then the English phrasings it misses, then
 the French and Portuguese rules (:mod:`memory.extraction.french`, :mod:`memory.extraction.portuguese`)."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ DECISION = RuleFamily(
     category="decision",
     memory_type="episodic",
     rules=(
-        # B9: the original `\bI'?(?:ll|will)\s+use` has no whitespace before "will", so "I will
+        # The original `\bI'?(?:ll|will)\s+use` has no whitespace before "will", so "I will
         # use X" never matched. The `\s+will` branch adds it; the original forms still match.
         rule(
             "will_use",
@@ -31,7 +31,7 @@ DECISION = RuleFamily(
             template="Will use {}",
         ),
         rule("chose", r"\bI\s+chose\s+([^.,\n]+)", anchors=("chose",), template="Chose {}"),
-        # B9 family: "I've decided to X" / "Ive decided" did not match, only "I decided" and
+        # "I've decided to X" / "Ive decided" did not match, only "I decided" and
         # "I have decided".
         rule(
             "decided",
@@ -39,7 +39,7 @@ DECISION = RuleFamily(
             anchors=("decided",),
             template="Decided: {}",
         ),
-        # B9: "I am going to use X" / "I am going with X" did not match, only I'm / Im.
+        # "I am going to use X" / "I am going with X" did not match, only I'm / Im.
         rule(
             "going_to",
             r"\bI(?:'?m|\s+am)\s+going\s+(?:to\s+)?(?:use|with|adopt)\s+([^.,\n]+)",

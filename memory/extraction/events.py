@@ -1,4 +1,4 @@
-"""The dated-event family (SPEC §3): appointments, trips, deadlines, milestones — the English rules, then
+"""The dated-event family: appointments, trips, deadlines, milestones — the English rules, then
 the French and Portuguese ones (:mod:`memory.extraction.french`, :mod:`memory.extraction.portuguese`)."""
 
 from __future__ import annotations

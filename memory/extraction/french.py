@@ -181,6 +181,14 @@ _NAME = (
         anchors=("appelle", "est"),
         template="S'appelle {}",
     ),
+    # What others call the user: "tout le monde m'appelle Clem", "mes amis m'appellent Manu".
+    rule(
+        "fr_on_m_appelle",
+        rf"\b(?:tout\s+le\s+monde|on|mes\s+(?:amis|potes|proches|collègues)|ils|elles)\s+m{Q}(?:appelle|appellent)\s+{words(1)}",
+        anchors=("appelle", "appellent"),
+        template="Surnom : {}",
+        case="proper",
+    ),
     # "Je suis Antoine, développeur web": one capitalised word closing the clause.
     rule(
         "fr_je_suis_name",
@@ -194,7 +202,7 @@ _NAME = (
 _RESIDENCE = (
     rule(
         "fr_habite",
-        rf"\b(?:j{Q}habite|je\s+vis|je\s+réside|on\s+habite|on\s+vit|nous\s+habitons|nous\s+vivons)\s+(?:à|a|au|aux|en|dans|sur|près\s+de)\s+{phrase(FR_CLAUSE + '|avec|pour|maintenant')}",
+        rf"\b(?:j{Q}habite|je\s+vis|j{Q}vis|je\s+réside|on\s+habite|on\s+vit|nous\s+habitons|nous\s+vivons)\s+(?:à|a|au|aux|en|dans|sur|près\s+de)\s+{phrase(FR_CLAUSE + '|avec|pour|maintenant')}",
         anchors=("habite", "vis", "réside", "vit", "habitons", "vivons"),
         template="Habite à {}",
     ),

@@ -1,4 +1,4 @@
-"""Where a rule's match is not a statement of the user's own fact (SPEC §3).
+"""Where a rule's match is not a statement of the user's own fact.
 
 A trigger phrase is ignored when it sits in
 
@@ -72,7 +72,7 @@ _MARKER = re.compile(
     r"disons|dit|disait|je\s+me\s+demande|aimerais|voudrais|"
     r"se(?=\s+(?:eu|a\s+gente|você|voce|nós|nos|tu|ele|ela|fosse|for)\b)|suponha|suponhamos|imagina|"
     r"caso|digamos|disse|diz|falou|gostaria|será\s+que|queria|n(?:ão|ao)\s+sei|je\s+(?:ne\s+)?sais\s+pas|"
-    r"pas\s+sûre?|n(?:ão|ao)\s+tenho\s+certeza"
+    r"pas\s+sûre?|n(?:ão|ao)\s+tenho\s+certeza|peut-être|peut-etre|talvez"
     r")(?![\w'’-])"
 )
 
@@ -122,6 +122,30 @@ class Guard:
             cached = (end, blocked)
             self._sentences[start] = cached
         if cached[1]:
+            return False
+        if _MARKER.search(text, start, position):
+            return False
+        return not self._quoted(position)
+
+    def allows_clause(
+        self, position: int, clause_start: int, *, independent: bool, opening: bool = True
+    ) -> bool:
+        """:meth:`allows` for a match in the clause starting at ``clause_start``.
+
+        An ``independent`` clause (its own first-person subject, after a comma or a conjunction) is not
+        governed by a request or a question word that opened its sentence ("pls keep it brief, I prefer
+        bullet points"): its own opening is judged instead, unless ``opening`` is false (a clause that opens
+        with a verb whose subject is left out, "Had my defense last Friday", is no inverted question). A
+        ``?`` ending the sentence, a hypothetical or reporting marker before the match and quotation marks
+        still rule it out.
+        """
+        if not independent:
+            return self.allows(position)
+        text = self._text
+        start = max(text.rfind(t, 0, position) for t in _TERMINATORS) + 1
+        ends = [i for i in (text.find(t, position) for t in _TERMINATORS) if i != -1]
+        end = min(ends) if ends else len(text)
+        if (end < len(text) and text[end] == "?") or (opening and _OPENING.match(text, clause_start)):
             return False
         if _MARKER.search(text, start, position):
             return False

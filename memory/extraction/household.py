@@ -1,4 +1,4 @@
-"""The household families (SPEC §3): family, pets and relationships — the English rules, then the French
+"""The household families family, pets and relationships — the English rules, then the French
 and Portuguese ones (:mod:`memory.extraction.french`, :mod:`memory.extraction.portuguese`)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Key derivation for extracted facts: ``category:slug``.
 
 The key is what makes a repeated fact an upsert instead of a new row (the store is unique on
-``(owner, key)``), so its derivation is a compatibility contract with the original (reference §2.3):
+``(owner, key)``), so its derivation is a compatibility contract with the original (its ``factKey``):
 
 * ``slug = content.lower()``, every run of characters outside ``[a-z0-9]`` becomes one ``_``,
   the first 40 characters are kept, then trailing ``_`` are stripped (a leading ``_`` is kept).
@@ -30,7 +30,7 @@ _HASH_DIGEST_SIZE = 6  # 12 hex characters: collisions are irrelevant at one own
 
 
 def slugify(content: str) -> str:
-    """Return the slug of ``content`` per reference §2.3 (at most 40 characters, maybe empty).
+    """Return the slug of ``content`` as the original's ``factKey`` derives it (at most 40 characters, maybe empty).
 
     ``str.lower`` follows the same Unicode default case mapping as JavaScript's ``toLowerCase``, so the
     ASCII result is the same (``"K"`` (Kelvin sign) → ``"k"``, ``"İ"`` → ``"i"`` + combining dot → ``"i_"``).

@@ -1,4 +1,4 @@
-"""The reference's preference and pattern (habit) families: its rules (§2.1, sources unchanged, so its
+"""The original's preference and pattern (habit) families: its rules (sources unchanged, so its
 worked examples still capture the same phrase), then the English phrasings it misses, then the French
 and Portuguese rules (:mod:`memory.extraction.french`, :mod:`memory.extraction.portuguese`). Its
 decision family is in :mod:`memory.extraction.decisions`."""
@@ -46,7 +46,7 @@ PREFERENCE = RuleFamily(
     category="preference",
     memory_type="factual",
     rules=(
-        # The reference's seven, in its order (§2.1).
+        # The original's seven, in its evaluation order.
         rule(
             "prefer",
             r"\bI\s+(?:really\s+)?prefer\s+([^.,\n]+)",
@@ -370,7 +370,7 @@ PATTERN = RuleFamily(
             polarity="positive",
             template="Always {}",
         ),
-        # Negative so that "I never X" and "I always X" do not share a key (the L3 defect again).
+        # Negative so that "I never X" and "I always X" do not share a key (the original gave them one shared key).
         rule(
             "never",
             r"\bI\s+never\s+([^.,\n]+)",

@@ -1,4 +1,4 @@
-"""The profile families (SPEC §3) that say who the user is: name, residence, job and employer, tools —
+"""The profile families that say who the user is: name, residence, job and employer, tools —
 the English rules, then the French and Portuguese ones (:mod:`memory.extraction.french`,
 :mod:`memory.extraction.portuguese`). Family, pets and relationships are in
 :mod:`memory.extraction.household`, dated events in :mod:`memory.extraction.events`."""
@@ -47,6 +47,14 @@ _IDIOM = r"fear|hope|denial|peace|harmony|terror|dread|the\s+(?:moment|past|pres
 # "a student in Computer Science", "a researcher in AI": a field, not a place.
 _NOT_LOCAL = (
     r"student|major|graduate|grad|degree|phd|masters|researcher|expert|specialist|lecturer|professor|believer"
+)
+
+# After "hi, I'm": a state or a stance, not a name.
+_NOT_A_NAME = (
+    r"sorry|afraid|not|so|just|really|sure|glad|happy|sad|tired|confused|lost|stuck|done|back|here|fine|ok|"
+    r"okay|good|great|new|trying|looking|wondering|thinking|asking|curious|worried|scared|excited|busy|bored|"
+    r"hungry|sick|late|home|ready|alive|well|a|an|the|in|at|from|on|using|working|still|also|writing|"
+    r"building|having|getting|going|struggling|stressed|learning|planning|interested|new|back|free|available"
 )
 
 NAME = RuleFamily(
@@ -102,6 +110,35 @@ NAME = RuleFamily(
             anchors=("hi", "hello", "hey"),
             template="Name is {}",
             case="proper",
+        ),
+        rule(
+            "my_names",
+            rf"\bmy\s+names\s+{words(1)}",
+            anchors=("names",),
+            template="Name is {}",
+            case="proper",  # the apostrophe left out: "my names Deepa", not "my names are hard to spell"
+        ),
+        rule(
+            "greeting_name_here",
+            rf"^(?:hi|hey|hello|hiya|yo)\b[!,.]*\s+{words(1)}\s+here\s*(?=[,.!]|$)",
+            anchors=("here",),
+            template="Name is {}",
+            case="proper",
+        ),
+        rule(
+            "for_short",
+            rf"(?:^|[.!?\n]\s*){words(1)}\s+for\s+short\b",
+            anchors=("short",),
+            template="Goes by {}",
+            case="proper",
+        ),
+        # "hi! i'm tomasz, …": written in lower case, so told from "hi, i'm new here" by what follows a
+        # greeting and by the words that describe a state.
+        rule(
+            "greeting_im_name",
+            rf"^(?:hi|hey|hello|hiya|yo)\b[!,.]*\s+(?:I{Q}m|im|I\s+am)\s+(?!(?:{_NOT_A_NAME}){B})([a-z]+)(?=\s*(?:,|$|and\s))",
+            anchors=("hi", "hey", "hello", "hiya", "yo"),
+            template="Name is {}",
         ),
         rule(
             "this_is_from",

@@ -1,4 +1,4 @@
-"""Rule-based fact extraction: :func:`extract_facts` over the declarative registry (reference §2, SPEC §3).
+"""Rule-based fact extraction: :func:`extract_facts` over the declarative registry.
 
 Contract of :func:`extract_facts` (pure, no I/O, never raises):
 
@@ -13,6 +13,9 @@ Contract of :func:`extract_facts` (pure, no I/O, never raises):
 * A clause whose subject is left out ("Live in Austin, work at Dell, have a dog.", "been a teacher
   for 12 years") is also read after the subject it implies, "I" + the clause
   (:func:`memory.extraction.clauses.dropped_subjects`), so every rule covers its telegraphic form.
+* Then the clause reader (:mod:`memory.extraction.reader`) reads each clause of the text's last 4 KiB
+  as a subject, its hedges and negation, a verb and its object, and adds the facts of phrases that no
+  rule of the same class has read ("I do most of my writing in Obsidian", "been single for years").
 * A match inside a question, a request, a hypothetical, reported or quoted speech is not a fact
   (:mod:`memory.extraction.guards`): "Do I prefer tabs over spaces?" and "If I lived in Paris…" teach
   nothing. Nor is a phrase that names nothing by itself ("Love it", "I moved there") or is reported
@@ -28,7 +31,7 @@ Contract of :func:`extract_facts` (pure, no I/O, never raises):
 * Facts are deduplicated **within the call** by key (first one wins); deduplication across calls is
   the store's upsert on ``(owner, key)``.
 
-Polarity convention (our fix of L3, the original stored "I hate cats" as ``preference:cats`` "cats",
+Polarity convention (ours: the original stored "I hate cats" as ``preference:cats`` "cats",
 silently overwriting "I like cats"): a rule marked negative produces
 
 * ``polarity="negative"`` on the :class:`Fact` and in its metadata,
@@ -40,7 +43,7 @@ silently overwriting "I like cats"): a rule marked negative produces
 Rules of a family that has a negated counterpart are ``"positive"``; the other families have no polarity
 (``None``).
 
-Beyond the reference patterns (B9): "I will use X", "I am going to use / with X" and "I've decided to X"
+Beyond the original's patterns, which matched only I'll/Ill/I'm/Im: "I will use X", "I am going to use / with X" and "I've decided to X"
 are matched too (see the comments in :mod:`memory.extraction.decisions`).
 
 JS strings are UTF-16: the 64 KiB cap and the 500-unit cut count code units. Where a cut would split a
@@ -63,6 +66,7 @@ from memory.extraction.household import FAMILY, PET, RELATIONSHIP
 from memory.extraction.keys import fact_key
 from memory.extraction.preferences import PATTERN, PREFERENCE
 from memory.extraction.profile import JOB, NAME, RESIDENCE, TOOL
+from memory.extraction.reader import read_clauses
 from memory.extraction.scanner import (
     JS_WHITESPACE_CHARS,
     JS_WHITESPACE_CLASS,
@@ -120,6 +124,9 @@ REGISTRY: tuple[RuleFamily, ...] = (
     EVENT,
 )
 
+_MEMORY_TYPE = {family.category: family.memory_type for family in REGISTRY}
+_MIN_LENGTH = {family.category: family.min_length for family in REGISTRY}
+
 
 @dataclass(frozen=True, slots=True)
 class Fact:
@@ -172,6 +179,9 @@ def extract_facts(text: str | None, *, source: str = "user_message") -> list[Fac
         )
     seen: set[str] = set()
     facts: list[Fact] = []
+    # Where each family's rules found a fact, as (start, end) in the message: the clause reader adds a
+    # fact of a class only about a phrase that no rule of that class has already read.
+    matched: dict[str, list[tuple[int, int]]] = {}
     for family in REGISTRY:
         for rule in family.rules:
             # A repeated capture of one rule gives the same fact (already emitted or rejected): skipping
@@ -199,6 +209,7 @@ def extract_facts(text: str | None, *, source: str = "user_message") -> list[Fac
                     if key in seen:
                         continue
                     seen.add(key)
+                    matched.setdefault(family.category, []).append((position, segment.shift + match.end()))
                     facts.append(
                         Fact(
                             category=family.category,
@@ -209,6 +220,27 @@ def extract_facts(text: str | None, *, source: str = "user_message") -> list[Fac
                             source=source,
                         )
                     )
+    for reading in read_clauses(text, scanned, guard):
+        spans = matched.get(reading.category, ())
+        if any(start < reading.end and reading.start < end for start, end in spans):
+            continue
+        phrase = _normalise(text[reading.start : reading.end])
+        if _utf16_len(phrase) < _MIN_LENGTH[reading.category] or not phrase_allowed(phrase):
+            continue
+        key = fact_key(reading.category, phrase, negative=reading.polarity == "negative")
+        if key in seen:
+            continue
+        seen.add(key)
+        facts.append(
+            Fact(
+                category=reading.category,
+                type=_MEMORY_TYPE[reading.category],
+                key=key,
+                content=_utf16_head(reading.template.format(phrase), MAX_FACT_LENGTH),
+                polarity=reading.polarity,
+                source=source,
+            )
+        )
     return facts
 
 

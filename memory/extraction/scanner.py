@@ -1,7 +1,7 @@
 """The building blocks of the rule registry: :class:`Rule`, :class:`RuleFamily` and the regex scanner.
 
-A rule's ``source`` is written in JavaScript regex syntax with flags ``gi`` (the reference's patterns are,
-§2.1). Porting notes (JavaScript ``/…/gi`` → Python ``re``):
+A rule's ``source`` is written in JavaScript regex syntax with flags ``gi`` (the original's patterns
+are). Porting notes (JavaScript ``/…/gi`` → Python ``re``):
 
 * JS ``\\b`` is ASCII-only and JS ``i`` (without ``u``) folds ASCII only, hence ``re.ASCII``; but JS ``\\s``
   is Unicode whitespace, so every ``\\s`` in the sources is compiled to :data:`JS_WHITESPACE_CLASS`

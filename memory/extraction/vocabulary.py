@@ -135,7 +135,8 @@ EN_KIN = (
     r"wife|husband|son|sons|daughter|daughters|kid|kids|children|child|baby|mom|mum|mother|dad|father|"
     r"parents|brother|brothers|sister|sisters|siblings|twins|grandma|grandmother|grandpa|grandfather|"
     r"grandparents|aunt|uncle|cousin|niece|nephew|stepson|stepdaughter|family|in-laws|inlaws|youngest|"
-    r"eldest|oldest|middle\s+child|grandkids|grandchildren|grandson|granddaughter|stepmom|stepdad|stepkids"
+    r"eldest|oldest|middle\s+child|grandkids|grandchildren|grandson|granddaughter|stepmom|stepdad|stepkids|"
+    r"newborn|toddler|toddlers|stepson|stepdaughter"
 )
 _PET_NOUNS = (
     "dog cat kitten rabbit hamster parrot bird turtle tortoise ferret guinea\\s+pig snake lizard horse "

@@ -7,18 +7,37 @@ people, which must teach nothing. A learned fact is correct when it has the clas
 labelled fact of its utterance and its content contains that fact's phrase (case-insensitive).
 
 * ``labelled_<lang>.json``: the set the rules were first written against (issue targets).
-* ``fresh1_<lang>.json``, ``fresh2_<lang>.json``, ``fresh3_<lang>.json``: batches written later, each
-  before the rules had seen it, to measure how the rules generalise. Each was then used to improve the
-  rules, so it is in-sample now; what it measured while it was still unseen is the honest figure, kept
-  here (precision / recall):
+* ``fresh1_<lang>.json`` … ``fresh5_<lang>.json``: batches written later, each before the rules had
+  seen it, to measure how the rules generalise. Each was then used to improve the rules, so it is
+  in-sample now; what it measured while it was still unseen is the honest figure, kept here (precision /
+  recall):
 
-  ======== ============================= ============= ============= =============
-  batch    unseen by                     en            fr            pt
-  ======== ============================= ============= ============= =============
-  fresh1   the rules before this work    0.970 / 0.657 0.951 / 0.731 0.933 / 0.840
-  fresh2   round 1 (clauses, verb sets)  0.965 / 0.659 1.000 / 0.828 0.966 / 1.000
-  fresh3   round 2                       0.862 / 0.463 1.000 / 0.944 1.000 / 1.000
-  ======== ============================= ============= ============= =============
+  ======== ================================== ============= ============= =============
+  batch    unseen by                          en            fr            pt
+  ======== ================================== ============= ============= =============
+  fresh1   the rules before this work         0.970 / 0.657 0.951 / 0.731 0.933 / 0.840
+  fresh2   round 1 (clauses, verb sets)       0.965 / 0.659 1.000 / 0.828 0.966 / 1.000
+  fresh3   round 2                            0.862 / 0.463 1.000 / 0.944 1.000 / 1.000
+  fresh4   round 3                            0.982 / 0.706 0.963 / 0.867 0.963 / 0.931
+  fresh5   round 4 (the clause reader)        0.913 / 0.674 0.941 / 0.727 0.952 / 0.952
+  ======== ================================== ============= ============= =============
+
+  fresh4 was scored after three labels were brought in line with the older sets before any rule was
+  read ("switched from X to Y" is a decision, a sister named in passing is family): as first written it
+  measured 0.938 / 0.690 in English. Where a message names several tools, or likes what "it" stands
+  for, every one is a labelled fact; the older sets' labels that named only the first were completed
+  when the clause reader came to read the others. The English per-class recall of the unseen batches:
+
+  ======== ======== ===== ====== === ==== ======= === ========== ============ ========= ====
+  batch    decision event family job name pattern pet preference relationship residence tool
+  ======== ======== ===== ====== === ==== ======= === ========== ============ ========= ====
+  fresh4   0.71     0.53  1.00   0.74 0.33 1.00   0.80 0.75      0.70         0.69      0.53
+  fresh5   0.62     0.67  0.83   0.50 0.80 1.00   0.50 0.69      0.67         0.75      0.67
+  ======== ======== ===== ====== === ==== ======= === ========== ============ ========= ====
+
+  The clause reader (:mod:`memory.extraction.reader`) moved fresh5's English recall from 0.621 (round 3
+  on the same batch) to 0.674 before it saw the batch: it generalises, but a new batch still finds
+  phrasings it does not read.
 
   The floors below are what the current rules reach on each batch, less a margin of about 0.03 (one
   label on the small batches): a change that
@@ -68,6 +87,12 @@ SETS = {
     "fresh3_en": LabelledSet("fresh3_en.json", 70, 0.30, 0.95, 0.84),
     "fresh3_fr": LabelledSet("fresh3_fr.json", 20, 0.30, 0.95, 0.94),
     "fresh3_pt": LabelledSet("fresh3_pt.json", 20, 0.30, 0.95, 0.94),
+    "fresh4_en": LabelledSet("fresh4_en.json", 170, 0.30, 0.95, 0.97),
+    "fresh4_fr": LabelledSet("fresh4_fr.json", 35, 0.30, 0.95, 0.86),
+    "fresh4_pt": LabelledSet("fresh4_pt.json", 35, 0.30, 0.95, 0.89),
+    "fresh5_en": LabelledSet("fresh5_en.json", 110, 0.30, 0.95, 0.83),
+    "fresh5_fr": LabelledSet("fresh5_fr.json", 30, 0.30, 0.95, 0.79),
+    "fresh5_pt": LabelledSet("fresh5_pt.json", 30, 0.30, 0.95, 0.90),
 }
 
 
