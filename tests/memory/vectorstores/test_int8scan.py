@@ -18,7 +18,7 @@ import pytest
 
 from memory.vectorstores import int8scan
 from memory.vectorstores.int8scan import Int8Codes
-from memory.vectorstores.sqlite_vec import _OwnerMatrix
+from memory.vectorstores.owner_matrix import OwnerMatrix
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -138,7 +138,7 @@ def test_integer_scores_are_exact_products_of_the_codes():
 
 
 def _owner_matrix(vectors, seqs):
-    entry = _OwnerMatrix(vectors.shape[1], "epoch")
+    entry = OwnerMatrix(vectors.shape[1], "epoch")
     for seq, vector in zip(seqs, vectors, strict=True):
         entry.put(int(seq), vector)
     return entry
