@@ -7,7 +7,9 @@ an isolation failure. Per query kind: recall at 1/5/10 (the share of a
 query's relevant memories in its top k) and Hit@5 (whether any is). Per
 strategy, "served" is what the gateway would do with its score floor: the
 share of answerable queries that still get a memory, and the share of
-unanswerable ones that get none (a confident non-answer).
+unanswerable ones that get none (a confident non-answer). Questions that name a period
+(``memory.retrieval.temporal``: "in June 2023", "last week") are also reported together as the
+kind ``names-a-period``, beside their own kind.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import transaction
+from django.utils import timezone
 
 from memory.conf import MemorySettings
 from memory.embeddings.runtime import shared_cache
 from memory.models import ApiKey, Memory
 from memory.retrieval.engine import retrieve
+from memory.retrieval.temporal import question_period
 from memory.services.indexing import reindex_all
 from memory.services.memories import MemoryInput, memory_bulk_create
 
@@ -37,6 +41,7 @@ STRATEGIES = {
     "hybrid": ("hybrid", True),
 }
 KS = (1, 5, 10)
+DATED = "names-a-period"
 
 
 @dataclass
@@ -195,7 +200,8 @@ def evaluate(
                     report.negative_top1.append(top1)
                     continue
                 report.answerable_top1.append(top1)
-                for kind in (query["kind"], "overall"):
+                dated = question_period(query["query"], today=timezone.localdate()) is not None
+                for kind in (query["kind"], "overall", *([DATED] if dated else [])):
                     for k in KS:
                         report.recall[kind][k].append(len(relevant & set(top[:k])) / len(relevant))
                     report.hit5[kind].append(float(bool(relevant & set(top[:5]))))
@@ -212,7 +218,7 @@ def format_table(report: dict) -> str:
         f"p95 {report['latencyMs']['p95']} ms   isolation failures: {report['isolationFailures']}"
     ]
     lines.append(f"  {'kind':<12} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'Hit@5':>6}")
-    order = sorted(report["recall"], key=lambda k: (k == "overall", k))
+    order = sorted(report["recall"], key=lambda k: (k == "overall", k == DATED, k))
     for kind in order:
         row = report["recall"][kind]
         lines.append(

@@ -1,4 +1,4 @@
-"""Token estimate and the token-budget walk over ranked memories (reference §3.7, §3.11).
+"""Token estimate and the token-budget walk over ranked memories (what retrieval and its preview return).
 
 Pure functions. The estimate is deliberately crude and provider-independent, because it must match
 what the original reported (stats, previews) and what operators tuned ``maxTokens`` against.

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 
 from memory.embeddings.build import MODEL_FILENAME, SCORE_OUTPUT_NAME, TOKENIZER_FILENAME
 from memory.embeddings.catalog import RERANKER
@@ -42,6 +43,8 @@ class CrossEncoder:
         with self._lock:
             if self._session is None:
                 try:
+                    # heavy: onnxruntime and tokenizers load with the model, on first use (a process that
+                    # never reranks does not import them); a failure becomes a CrossEncoderError below
                     import onnxruntime as ort
                     from tokenizers import Tokenizer
 
@@ -89,8 +92,6 @@ _encoders: dict[tuple[Path, int], CrossEncoder] = {}
 
 
 def local_model_dir() -> Path:
-    from django.conf import settings
-
     return Path(settings.MEMORY_MODELS_DIR) / RERANKER.name
 
 
@@ -101,8 +102,6 @@ def built() -> bool:
 
 def shared() -> CrossEncoder:
     """The process's cross-encoder for ``MEMORY_MODELS_DIR`` (loaded once, on first use)."""
-    from django.conf import settings
-
     key = (local_model_dir(), int(settings.MEMORY_EMBED_QUERY_THREADS))
     with _lock:
         encoder = _encoders.get(key)

@@ -1,18 +1,18 @@
-"""Retrieval: strategies, tiers and honest fallbacks (SPEC §4, reference §3).
+"""Retrieval: strategies, tiers and honest fallbacks.
 
 Tiers, tried in order: the vector tier (Qdrant or sqlite-vec, chosen by
 ``memory.vectorstores.registry``) for ``semantic`` and, fused with FTS5
 (``memory.retrieval.fusion``), for ``hybrid``; then FTS5 alone (also the
 ``keyword`` strategy); then chronological order. Every tier
 applies the same filters (owner, session, expiry, retention) — the original
-skipped them on its vector tiers (L8). ``resolution`` says which source,
+skipped them on its vector tiers, so expired memories could be injected. ``resolution`` says which source,
 store and strategy were really used, and why a fallback happened:
 
 * ``strategyRequested``: the strategy asked for (``exact``, ``keyword``, ``semantic``, ``hybrid``);
 * ``strategyUsed``: the one that ran — the requested ``semantic``/``hybrid`` when
   the vector tier answered, ``keyword`` (FTS5 bm25 alone) when it degraded to
   FTS5, ``exact`` (newest first) for the chronological tier. The original
-  echoed the request even when degraded (reference L19);
+  echoed the request even when degraded;
 * ``vectorStore``: the store whose search produced the ranking (``qdrant`` or
   ``sqlite-vec``), ``none`` when no vector search did (no embedding source,
   embedding failed, index mismatch, empty query, FTS or chronological tiers).
@@ -21,13 +21,10 @@ store and strategy were really used, and why a fallback happened:
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Sized
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Sized
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from django.conf import settings as django_settings
 from django.db import connection
@@ -36,19 +33,18 @@ from django.utils import timezone
 from memory.conf import MemorySettings, get_memory_settings
 from memory.embeddings import catalog
 from memory.embeddings.base import EmbeddingError
-from memory.models import ApiKey, Memory
-from memory.retrieval import signals
+from memory.models import Memory
+from memory.retrieval import signals, temporal
 from memory.retrieval.budget import estimate_tokens, walk_budget
-from memory.retrieval.fts import FtsHit, fts_search
+from memory.retrieval.fts import fts_search
 from memory.retrieval.fusion import normalized, rrf
+from memory.retrieval.parallel import FtsRequest
 from memory.retrieval.relevance import query_terms, relevance_score
 from memory.retrieval.rerank import rerank, rerank_depth
+from memory.services.indexing import IndexMismatch, VectorContext, lazy_index, query_vector, vector_context
 from memory.services.usage import record_access
+from memory.vectorstores.base import VectorStore
 from memory.visibility import Visibility
-
-if TYPE_CHECKING:
-    from memory.services.indexing import VectorContext
-    from memory.vectorstores.base import VectorStore
 
 logger = logging.getLogger("memory.retrieval")
 
@@ -86,6 +82,8 @@ class Hit:
     # session; whether it names a time, the answer a "when" question wants.
     session_score: float | None = None
     answer_type: bool = False
+    # Hybrid only: the memory is about the period the question names (signals.period_list).
+    in_period: bool = False
     # A match the gateway drops as noise (see ``_mark_weak``); kept only when
     # ``retrieve(filter_irrelevant=False)`` asked to see them.
     below_floor: bool = False
@@ -157,11 +155,10 @@ def _vector_hits(
 ) -> list[tuple[int, float]]:
     """(seq, cosine) of the ``k`` nearest visible memories in ``store``, best first. Before searching
     the database store, a few memories still without a vector are embedded (a mirror is written after
-    commit: a read does not wait for it)."""
-    from memory.services.indexing import lazy_index, query_vector
-
-    lazy = lazy_index(filters.owner_ids, ctx, limit=LAZY_EMBED_PER_REQUEST) if store.in_database else None
+    commit: a read does not wait for it). The query is embedded first: when the source fails, that
+    one failure sends the request to keyword search, and no second call waits on the source."""
     vector = query_vector(ctx, query, store)
+    lazy = lazy_index(filters.owner_ids, ctx, limit=LAZY_EMBED_PER_REQUEST) if store.in_database else None
     if lazy is not None and lazy.incomplete:
         # After a rebuild, or while the embedding source fails: those memories are only found by keyword.
         waiting = f"{lazy.left} memories could not be embedded yet" if lazy.left else "more memories may wait"
@@ -274,20 +271,25 @@ def _vector_tier(
     limit: int,
     resolution: _Resolution,
 ) -> list[Hit] | None:
-    from memory.services.indexing import IndexMismatch, vector_context
-
     if not query:
         resolution.fallback("empty query: no vector search")
         return None
     ctx = vector_context(settings)
     resolution["embeddingSource"] = ctx.resolution.source
     resolution["embeddingModel"] = ctx.resolution.model
+    if ctx.store_fallback:
+        then = f" — searching {ctx.store_name}" if ctx.store is not None else ""
+        resolution.fallback(ctx.store_fallback + then)
     if not ctx.usable:
         resolution.fallback(ctx.reason or "no vector tier")
         return None
     k = max(limit, VEC_TOP_K)
     floor = vec_min_score(ctx.resolution.model)
-    fts = _FtsRequest(filters, query, k) if strategy == "hybrid" else None
+    today = timezone.localdate(filters.now)
+    period = temporal.question_period(query, today=today) if strategy == "hybrid" else None
+    # A question that names a period reads both searches deeper: the period list picks from them.
+    depth = max(k, signals.PERIOD_DEPTH) if period is not None else k
+    fts = FtsRequest(lambda: filters.fts_search(query, depth)) if strategy == "hybrid" else None
     stores = ctx.search_stores()
     for store, fallback in zip(stores, [*stores[1:], None], strict=True):
         if not store.in_database:
@@ -295,22 +297,27 @@ def _vector_tier(
             # failure moves on to the next store (the database store), else to keyword search.
             then = fallback.name if fallback is not None else "keyword search"
             try:
-                vec = _vector_hits(ctx, store, filters, query, k, resolution)
+                vec = _vector_hits(ctx, store, filters, query, depth, resolution)
                 if not vec:
                     resolution.fallback(f"{store.name} returned 0 results — falling back to {then}")
+            except EmbeddingError as exc:
+                # The next store would ask the same source again: keyword search instead.
+                resolution.fallback(f"embedding failed: {exc.message}")
+                return None
             except Exception as exc:
                 logger.warning("%s search failed: %s", store.name, exc)
                 vec = []
                 resolution.fallback(f"{store.name} search failed: {type(exc).__name__}")
             if vec:
                 resolution["vectorStore"] = store.name
+                name = store.name
                 ranked = _rank(
-                    strategy, settings, filters, fts, k, vec, store.name, limit, query, checked=False
+                    strategy, settings, filters, fts, k, vec, name, limit, query, checked=False, period=period
                 )
                 return _mark_weak(ranked, floor)
             continue
         try:
-            vec = _vector_hits(ctx, store, filters, query, k, resolution)
+            vec = _vector_hits(ctx, store, filters, query, depth, resolution)
         except EmbeddingError as exc:
             resolution.fallback(f"embedding failed: {exc.message}")
             return None
@@ -323,7 +330,9 @@ def _vector_tier(
             return None
         resolution["vectorStore"] = store.name
         # The database store applied the filters in the same database: no second check.
-        ranked = _rank(strategy, settings, filters, fts, k, vec, "vector", limit, query, checked=True)
+        ranked = _rank(
+            strategy, settings, filters, fts, k, vec, "vector", limit, query, checked=True, period=period
+        )
         return _mark_weak(ranked, floor)
     return None
 
@@ -341,7 +350,7 @@ def _rank(
     strategy: str,
     settings: MemorySettings,
     filters: Filters,
-    fts_request: _FtsRequest | None,
+    fts_request: FtsRequest | None,
     k: int,
     vec: list[tuple[int, float]],
     tier: str,
@@ -349,9 +358,12 @@ def _rank(
     query: str,
     *,
     checked: bool,
+    period: temporal.Period | None = None,
 ) -> list[Hit]:
     """Semantic: the vector hits that pass the filters; hybrid: fused (``MEMORY_FUSION``) with FTS5 and
-    the lists of ``memory.retrieval.signals`` (session, answer type) over the same candidates.
+    the lists of ``memory.retrieval.signals`` (session, answer type) over the same candidates, and for a
+    question that names a ``period`` the period list, read from the deeper searches (``vec`` and the
+    FTS request then hold ``signals.PERIOD_DEPTH`` rows; the other lists keep their first ``k``).
 
     A mirror's hits (``checked=False``: its payloads may lag the rows) are checked for liveness
     (owner, expiry, session, retention) on ids first; the database store's are already visible. Only
@@ -360,17 +372,26 @@ def _rank(
     if not checked:
         live = _live(filters, [seq for seq, _ in vec])
         vec = [(seq, score) for seq, score in vec if seq in live]
-    vec = vec[:k]
+    deep_vec, vec = vec, vec[:k]
     if strategy == "semantic":
         top = vec[:limit]
         memories = _fetch([seq for seq, _ in top])
         return [Hit(memories[seq], score, tier, vec_score=score) for seq, score in top if seq in memories]
 
     assert fts_request is not None  # hybrid: _vector_tier made one
-    fts = fts_request.result()
+    deep_fts = fts_request.result()
+    fts = deep_fts[:k]
     keyword = [(h.seq, -h.rank) for h in fts]  # bm25 ranks are negative, better first
     order = [seq for seq, _ in vec] + [seq for seq, _ in keyword]
-    found = signals.candidates(order, question=query)
+    period_list: list[tuple[int, float]] = []
+    if period is not None:
+        deep_keyword = [(h.seq, -h.rank) for h in deep_fts]
+        deep = order + [seq for seq, _ in deep_vec] + [seq for seq, _ in deep_keyword]
+        found = signals.candidates(deep, question=query, period=period)
+        period_list = signals.period_list(deep_vec, deep_keyword, found, limit=k)
+        order += [seq for seq, _ in period_list]
+    else:
+        found = signals.candidates(order, question=query)
     session = signals.session_list(keyword, order, found)
     answer_type = signals.answer_type_list(order, found)
     rule = django_settings.MEMORY_FUSION
@@ -379,13 +400,16 @@ def _rank(
         lists["session"] = session
     if answer_type:
         lists["answerType"] = answer_type
+    if period_list:
+        lists["period"] = period_list
     if rule == "rrf":
         ranked = {name: [seq for seq, _ in scored] for name, scored in lists.items()}
         fused = rrf(ranked, k=RRF_K, weights=settings.rrfWeights)[:limit]
     else:
         fused = normalized(lists, weights=settings.rrfWeights)[:limit]
-    vec_scores = dict(vec)
-    fts_scores = {h.seq: h.rank for h in fts}
+    # The deeper rows' scores too: a memory the period list admitted keeps its own evidence.
+    vec_scores = dict(deep_vec)
+    fts_scores = {h.seq: h.rank for h in deep_fts}
     session_scores = dict(session)
     timed = {seq for seq, _ in answer_type}
     memories = _fetch([f.item for f in fused])
@@ -398,71 +422,11 @@ def _rank(
             fts_score=fts_scores.get(f.item),
             session_score=session_scores.get(f.item),
             answer_type=f.item in timed,
+            in_period=f.item in found and found[f.item].in_period,
         )
         for f in fused
         if f.item in memories
     ]
-
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _fts_pool() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fts")
-        return _pool
-
-
-def _pool_allowed() -> bool:
-    """Whether work may go to the pool threads' own connections: not inside a
-    transaction (they would not see its rows), and not on an in-memory
-    database, whose shared cache locks tables between connections
-    (SQLITE_LOCKED, which busy_timeout does not retry) — the test database."""
-    return not connection.in_atomic_block and not (
-        # The stubs type the connection as the base wrapper; a "sqlite" vendor has is_in_memory_db().
-        connection.vendor == "sqlite" and connection.is_in_memory_db()  # type: ignore[attr-defined]
-    )
-
-
-class _FtsRequest:
-    """The FTS5 half of a hybrid query, run beside the vector half when possible.
-
-    bm25 over the matches is most of a hybrid query's time at 10k+ memories
-    per owner, and SQLite releases the GIL while it works, so the FTS query
-    runs on a pool thread (with that thread's own connection) while this one
-    embeds and scans vectors. Inside a transaction a second connection would
-    not see this one's uncommitted rows, so the query then runs inline.
-    """
-
-    def __init__(self, filters: Filters, query: str, k: int) -> None:
-        self.search: Callable[[], list[FtsHit]] = lambda: filters.fts_search(query, k)
-        self.future: Future[list[FtsHit]] | None = None
-        if _pool_allowed():
-            self.future = _fts_pool().submit(_on_pool_thread, self.search)
-
-    def result(self) -> list[FtsHit]:
-        if self.future is None:
-            return self.search()
-        try:
-            return self.future.result()
-        except Exception:
-            logger.exception("parallel FTS query failed; running it inline")
-            return self.search()
-
-
-def _on_pool_thread(search: Callable[[], list[FtsHit]]) -> list[FtsHit]:
-    from django.db import OperationalError
-    from django.db import connection as thread_connection
-
-    try:
-        return search()
-    except OperationalError:
-        # A connection broken since its last use: reopen once.
-        thread_connection.close()
-        return search()
 
 
 def _fts_tier(filters: Filters, query: str, limit: int, resolution: _Resolution) -> list[Hit] | None:
@@ -485,91 +449,8 @@ def _chronological_tier(
         return [Hit(m, 0.0, "recent") for m in rows]
     scored = [Hit(m, float(relevance_score(m, query)), "recent") for m in rows]
     for hit in scored:
-        # No query word in common: the gateway drops it (reference §3.6).
+        # No query word in common (relevance score 0): the gateway drops it.
         hit.below_floor = hit.score <= 0
     if filter_irrelevant:
         scored.sort(key=lambda h: h.score, reverse=True)
     return scored
-
-
-@dataclass(frozen=True)
-class ChatRetrieval:
-    """What the gateway retrieves with for one key, read from the settings once
-    (:func:`chat_retrieval`). The Sandbox runs the same plan, changing only the
-    fields an operator widened explicitly (``dataclasses.replace``)."""
-
-    owner_ids: frozenset | None
-    query: str | None
-    strategy: str  # internal name: the settings' "recent" is "exact"
-    max_tokens: int
-    limit: int
-    scope: str  # the scope that applies: "global" only for keys allowed it
-    session_id: str | None
-    retention_days: int
-
-    def run(
-        self, *, settings: MemorySettings, touch: bool, filter_irrelevant: bool = True
-    ) -> RetrievalResult:
-        return retrieve(
-            owner_ids=self.owner_ids,
-            # "recent" is purely newest-first within the budget (reference §6.3).
-            query=None if self.strategy == "exact" else self.query,
-            strategy=self.strategy,
-            max_tokens=self.max_tokens,
-            limit=self.limit,
-            session_id=self.session_id if self.scope == "session" else None,
-            retention_days=self.retention_days,
-            settings=settings,
-            touch=touch,
-            filter_irrelevant=filter_irrelevant,
-        )
-
-
-def chat_retrieval(
-    *,
-    api_key: ApiKey | None,
-    query: str | None,
-    session_id: str | None,
-    settings: MemorySettings,
-    scope: str | None = None,
-) -> ChatRetrieval:
-    """The gateway's retrieval plan for ``api_key``: the settings' strategy, ``maxTokens`` and
-    retention, ``MEMORY_CHAT_MAX_MEMORIES`` memories at most, and the scope rule of
-    :func:`retrieve_for_chat`. ``api_key=None`` plans over every owner (the Studio's
-    all-owners view; the gateway always has a key)."""
-    scope = scope or settings.scope
-    if api_key is None:
-        scope = "global"
-    elif scope == "global" and not api_key.allow_global_scope:
-        scope = "apiKey"
-    return ChatRetrieval(
-        owner_ids=None if scope == "global" or api_key is None else frozenset({api_key.pk}),
-        query=query,
-        strategy=settings.retrieval_strategy,
-        max_tokens=settings.maxTokens,
-        limit=django_settings.MEMORY_CHAT_MAX_MEMORIES,
-        scope=scope,
-        session_id=session_id or None,
-        retention_days=settings.retentionDays,
-    )
-
-
-def retrieve_for_chat(
-    *,
-    api_key: ApiKey,
-    query: str | None,
-    session_id: str | None = None,
-    settings: MemorySettings | None = None,
-    scope: str | None = None,
-    touch: bool = True,
-) -> RetrievalResult:
-    """The gateway's retrieval: the key's strategy, budget and retention.
-
-    ``scope`` (default: the ``scope`` setting) is ``apiKey``, ``session`` (only
-    this session's memories) or ``global`` (every owner — honoured only for keys granted
-    ``allow_global_scope``; otherwise it falls back to the key's own).
-    ``touch=False`` leaves access counters alone (previews).
-    """
-    settings = settings or get_memory_settings()
-    plan = chat_retrieval(api_key=api_key, query=query, session_id=session_id, settings=settings, scope=scope)
-    return plan.run(settings=settings, touch=touch)

@@ -1,8 +1,8 @@
 """Dry runs of retrieval, with scores and tiers. Nothing is touched (no access counts).
 
-Two of them: :func:`retrieve_preview` is ``POST /api/memory/retrieve-preview`` (reference §3.11:
-the strategy, budget and limit the caller names, every match shown); :func:`gateway_preview` is the
-Studio's Sandbox, which runs the gateway's own retrieval plan (``engine.chat_retrieval``) for one
+Two of them: :func:`retrieve_preview` is ``POST /api/memory/retrieve-preview`` (the
+strategy, budget and limit the caller names, every match shown); :func:`gateway_preview` is the
+Studio's Sandbox, which runs the gateway's own retrieval plan (``memory.retrieval.chat.chat_retrieval``) for one
 key and reports every departure from it that the operator asked for as ``widened``.
 """
 
@@ -15,7 +15,8 @@ from memory.conf import MemorySettings, get_memory_settings
 from memory.embeddings.runtime import resolve
 from memory.models import ApiKey
 from memory.principals import Principal
-from memory.retrieval.engine import RetrievalResult, chat_retrieval, retrieve, vec_min_score
+from memory.retrieval.chat import chat_retrieval
+from memory.retrieval.engine import RetrievalResult, retrieve, vec_min_score
 from memory.shapes import hit_json
 
 STRATEGY_NAMES = {"exact": "recent"}  # the settings' name of an internal strategy
@@ -30,7 +31,8 @@ def retrieve_preview(
     limit: int,
     api_key_id: str | uuid.UUID | None = None,
 ) -> dict:
-    """The reference §7.8 response for ``query`` over the owners the principal may read."""
+    """The ``retrieve-preview`` response for ``query`` over the owners the principal may read: the
+    memories with their scores, tokens and tier, the resolution, and the budget used."""
     owner_ids = principal.owner_filter(api_key_id)
     result = retrieve(
         owner_ids=owner_ids,

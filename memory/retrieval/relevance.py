@@ -1,18 +1,18 @@
-"""Keyword relevance score of a memory for a query (reference §3.6, with L6 fixed).
+"""Keyword relevance score of a memory for a query, on whole words.
 
 The original lower-cased the whole query, split it on whitespace and counted **substring** hits, so
-``typescript?`` matched nothing and ``i`` or ``a`` matched almost everything (L6). Here both sides are
+``typescript?`` matched nothing and ``i`` or ``a`` matched almost everything. Here both sides are
 tokenised into words (Unicode letters and digits, lower-cased, NFC), English stop-words are dropped, and
-only whole words match. The shape of the score is the reference's, per haystack (content, key, and the
+only whole words match. The shape of the score is the original's, per haystack (content, key, and the
 metadata serialised as compact JSON):
 
-* +20 if the query's terms occur in the haystack as a contiguous run of terms (the reference's "the
+* +20 if the query's terms occur in the haystack as a contiguous run of terms (the original's "the
   whole query is a substring"; with one term, simply "the term occurs");
 * for the key: +6 per query term that occurs in it;
 * for content and metadata: +3 per occurrence of each query term.
 
-So a one-word query found once in the content scores 23, as in the reference. Other differences from
-the reference, all deliberate: the key bonus applies to the key field itself (the original compared
+So a one-word query found once in the content scores 23, as in the original. Other differences from
+the original, all deliberate: the key bonus applies to the key field itself (the original compared
 strings, so a content equal to the key took the key branch too), and a repeated query word counts once.
 
 :func:`query_terms` is the tokeniser the FTS layer reuses; the FTS escaping itself lives there.

@@ -7,7 +7,7 @@ happens to be called ``local``; any other ``provider/model`` is the upstream's e
 
 Fail-open: any error (model not built, policy, network, timeout, bad response) keeps the input
 order, is logged, and the outcome says why; ``applied`` says whether the order came from the
-reranker (the original called itself over loopback and silently got 401s: B19).
+reranker (the original called itself over loopback and silently got 401s when API keys were required).
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from django.conf import settings as django_settings
 
 from memory.conf import MemorySettings
 from memory.embeddings.catalog import RERANKER
+from memory.embeddings.runtime import provider_endpoint
+from memory.retrieval import cross_encoder
 from memory.retrieval.fusion import normalized
+from memory.urlpolicy import check_outbound_url
 
 logger = logging.getLogger("memory.retrieval")
 
@@ -52,8 +55,6 @@ def rerank_depth(settings: MemorySettings) -> int:
 
 def rerank_target(settings: MemorySettings) -> tuple[str, str, str | None] | None:
     """(base_url, model, api_key) for ``rerankProviderModel`` = ``provider/model``."""
-    from memory.embeddings.runtime import provider_endpoint
-
     return provider_endpoint(settings.rerankProviderModel)
 
 
@@ -62,8 +63,6 @@ def rerank_available(settings: MemorySettings) -> tuple[bool, str]:
     a file check or the providers table)."""
     ref = settings.rerankProviderModel
     if is_local(settings):
-        from memory.retrieval import cross_encoder
-
         if cross_encoder.built():
             return True, f"rerank active: {ref} (local cross-encoder, top {RERANK_DEPTH})"
         return False, f"{_not_built()}: rerank is skipped"
@@ -95,8 +94,6 @@ def _local(hits: list, query: str) -> RerankOutcome:
     fuses its lists). The cross-encoder alone, which sees only the two texts, lost R@5 on conversations
     (the first stage also knows the previous turn, the session and the question's type); the fusion
     gains on both dev sets (docs/retrieval-quality.md). ``score`` becomes the fused score, in [0, 1]."""
-    from memory.retrieval import cross_encoder
-
     if not cross_encoder.built():
         return RerankOutcome(hits, False, _not_built())
     head, tail = hits[:RERANK_DEPTH], hits[RERANK_DEPTH:]
@@ -127,11 +124,7 @@ def _remote(hits: list, query: str, settings: MemorySettings) -> RerankOutcome:
     base_url, model, api_key = target
     url = base_url.rstrip("/") + "/rerank"
     try:
-        from memory.embeddings.urlpolicy import check_outbound_url
-
-        check_outbound_url(
-            url, allow_private=settings.allowPrivateUrls or django_settings.MEMORY_ALLOW_PRIVATE_URLS
-        )
+        check_outbound_url(url, allow_private=settings.private_urls_allowed)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         response = httpx.post(
             url,

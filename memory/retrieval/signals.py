@@ -1,9 +1,10 @@
 """The extra ranked lists hybrid retrieval fuses beside the vector and keyword lists.
 
-Each list re-scores the candidates the two searches already found (never adds new ones) by one signal
-that their own scores miss, and is fused like them (``memory.retrieval.fusion``: equal weights, min-max
-normalised, an operator may weigh it through ``rrfWeights``). Neither has a tuned parameter. Measured on
-both dev sets (docs/retrieval-quality.md).
+Each list re-scores candidates of the two searches by one signal that their own scores miss, and is
+fused like them (``memory.retrieval.fusion``: equal weights, min-max normalised, an operator may weigh
+it through ``rrfWeights``). The session and answer-type lists never add a candidate; the period list
+takes its own from the same searches read deeper. None has a parameter fitted to a set. Measured on both
+dev sets (docs/retrieval-quality.md).
 
 - **session**: in a conversation stored one turn per memory (``(YYYY-MM-DD) Speaker: text``, see
   ``memory.services.turns``), the turn that answers a question often shares few of its words
@@ -13,6 +14,11 @@ both dev sets (docs/retrieval-quality.md).
 - **answer type**: a question that asks *when* ("When did…", "What day…", "Quand…", "Quando…") is
   answered by a memory that names a time. Candidates whose text (a turn's utterance, without its date
   prefix) holds a date, a month, a weekday, a clock time or a relative time ("last week") score 1.
+- **period**: a question that names a period ("in June 2023", "last week", "on 14 September",
+  ``memory.retrieval.temporal``) is answered by memories of that period. Hybrid then reads both of
+  its searches deeper (``PERIOD_DEPTH``), and this list is hybrid's own fusion of the two searches
+  restricted to the memories in the period: the date filter, as one more list (a filter alone would
+  drop what a conversation says of the period before or after it).
 """
 
 from __future__ import annotations
@@ -20,8 +26,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import date, datetime
 
 from django.db import connection
+from django.utils.dateparse import parse_datetime
+
+from memory.retrieval.fusion import normalized
+from memory.retrieval.temporal import Period, memory_dates
 
 # A turn's content starts with its date in parentheses, then "Speaker: ".
 TURN = re.compile(r"^\((\d{4}-\d{2}-\d{2})\) [^:\n]{1,80}: ")
@@ -83,30 +94,45 @@ def names_a_time(content: str) -> bool:
     )
 
 
+# How deep hybrid reads each search when the question names a period: the period list picks its
+# candidates from these. A period holds a small share of an owner's memories (a median of 11 % of a
+# conversation's turns on the dev set), so its best matches are often below the usual top 20.
+PERIOD_DEPTH = 100
+
+
 @dataclass(frozen=True)
 class Candidate:
     session: tuple[str, str] | None  # (session_id, date) for a conversation turn
     names_a_time: bool
+    in_period: bool = False  # the memory is about a day of the question's period
 
 
-def candidates(seqs: Iterable[int], *, question: str) -> dict[int, Candidate]:
-    """What the signals need of each candidate, in one query (only the time check reads the content,
-    and only for a question that asks when)."""
+def _day(value: str | datetime) -> date:
+    moment = value if isinstance(value, datetime) else parse_datetime(str(value))
+    return moment.date() if moment is not None else date.min
+
+
+def candidates(seqs: Iterable[int], *, question: str, period: Period | None = None) -> dict[int, Candidate]:
+    """What the signals need of each candidate, in one query (the content is read whole only for a
+    question that asks when or names a ``period``)."""
     seqs = list(dict.fromkeys(seqs))
     if not seqs:
         return {}
     when = asks_when(question)
     marks = ", ".join(["%s"] * len(seqs))
-    text = "content" if when else "substr(content, 1, 200)"
+    text = "content" if when or period is not None else "substr(content, 1, 200)"
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT seq, session_id, {text} FROM memories WHERE seq IN ({marks})", seqs)
+        cursor.execute(
+            f"SELECT seq, session_id, {text}, created_at FROM memories WHERE seq IN ({marks})", seqs
+        )
         rows = cursor.fetchall()
     out = {}
-    for seq, session_id, content in rows:
+    for seq, session_id, content, created_at in rows:
         turn = TURN.match(content)
         out[int(seq)] = Candidate(
             session=(session_id or "", turn.group(1)) if turn else None,
             names_a_time=when and names_a_time(content),
+            in_period=period is not None and period.overlaps(memory_dates(content, _day(created_at))),
         )
     return out
 
@@ -134,3 +160,21 @@ def session_list(
 def answer_type_list(order: Iterable[int], found: dict[int, Candidate]) -> list[tuple[int, float]]:
     """The candidates that name a time, each scoring 1 (empty unless the question asks when)."""
     return [(seq, 1.0) for seq in dict.fromkeys(order) if seq in found and found[seq].names_a_time]
+
+
+def period_list(
+    vector: Sequence[tuple[int, float]],
+    keyword: Sequence[tuple[int, float]],
+    found: dict[int, Candidate],
+    *,
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The ``limit`` best memories of the question's period: the ``vector`` and ``keyword`` lists (read
+    ``PERIOD_DEPTH`` deep, higher is better) kept to the candidates in the period, fused as hybrid fuses
+    its lists (``fusion.normalized``). Empty when no candidate is in the period."""
+
+    def within(scored: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+        return [(seq, score) for seq, score in scored if seq in found and found[seq].in_period]
+
+    fused = normalized({"vector": within(vector), "fts": within(keyword)})
+    return [(entry.item, entry.score) for entry in fused[:limit]]

@@ -8,7 +8,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memory.conf import get_memory_settings
-from memory.retrieval.engine import retrieve, retrieve_for_chat
+from memory.retrieval.chat import retrieve_for_chat
+from memory.retrieval.engine import retrieve
 from tests.factories import expired, make_memory
 
 pytestmark = pytest.mark.django_db

@@ -233,33 +233,32 @@ def test_chat_retrieval_drops_weak_vector_only_matches_but_the_preview_shows_the
     assert len(preview.hits) == 1
 
 
+def fts_queries(captured) -> list[str]:
+    return [q["sql"] for q in captured.captured_queries if "memory_fts MATCH" in q["sql"]]
+
+
 @pytest.mark.django_db(transaction=True)
-def test_hybrid_runs_fts_on_a_pool_thread_outside_transactions(static_source, monkeypatch):
-    from django.db import connection
+def test_hybrid_runs_fts_on_a_pool_thread_outside_transactions(static_source):
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
 
     from memory.models import ApiKey
-    from memory.retrieval import engine
 
     owner, _ = ApiKey.issue(name="carol")
     make_memory(owner, content="We deploy the backend with Kubernetes")
     make_memory(owner, content="My cat sleeps all day")
     reindex_all()
-    # Production databases are files; the test database is in memory, where the
-    # pool is off. Only reads run concurrently here, which shared cache allows.
-    monkeypatch.setattr(connection, "is_in_memory_db", lambda: False)
-    submitted = []
-    real = engine._FtsRequest.__init__
-
-    def spy(self, *args):
-        real(self, *args)
-        submitted.append(self.future is not None)
-
-    monkeypatch.setattr(engine._FtsRequest, "__init__", spy)
-    result = retrieve(owner_ids=frozenset({owner.pk}), query="kubernetes deployment", strategy="hybrid")
-    assert submitted == [True]
+    owners = frozenset({owner.pk})
+    with CaptureQueriesContext(connection) as here:
+        result = retrieve(owner_ids=owners, query="kubernetes deployment", strategy="hybrid")
     top = result.hits[0]
     assert top.memory.content == "We deploy the backend with Kubernetes"
-    assert top.fts_score is not None and top.vec_score is not None
+    assert top.fts_score is not None and top.vec_score is not None  # the FTS half ran…
+    assert fts_queries(here) == []  # …on another connection: the pool thread's own
+    # Inside a transaction another connection would not see its rows: the FTS query runs here.
+    with transaction.atomic(), CaptureQueriesContext(connection) as inside:
+        inline = retrieve(owner_ids=owners, query="kubernetes deployment", strategy="hybrid")
+    assert fts_queries(inside) != [] and inline.hits[0].fts_score == top.fts_score
 
 
 def test_bulk_writes_embed_inline_with_the_static_source(alice):

@@ -123,43 +123,43 @@ def replace_rerank(enabled: bool):
     return replace(get_memory_settings(), rerankEnabled=enabled)
 
 
-class _PrefersOne:
-    """A cross-encoder stand-in that finds one candidate (by its place) far more relevant than the rest."""
-
-    def __init__(self, place: int):
-        self.place = place
-        self.seen: list[list[str]] = []
-
-    def scores(self, query, texts):
-        import numpy as np
-
-        self.seen.append(list(texts))
-        logits = np.zeros(len(texts), dtype=np.float32)
-        logits[self.place] = 5.0
-        return logits
-
-
 def test_the_local_reranker_reorders_its_depth_of_candidates_not_just_the_callers_limit(
-    alice, keyword_only, monkeypatch
+    alice, keyword_only, settings, tmp_path
 ):
+    """The cross-encoder here is a small ONNX model, run by onnxruntime like the real one, whose logit
+    counts the word "zebra": the candidates that say it are the relevant ones, wherever they stand."""
     from memory.retrieval import cross_encoder
     from memory.retrieval.rerank import RERANK_DEPTH
+    from tests.onnx_models import build_word_counting_cross_encoder
 
-    stub = _PrefersOne(place=10)
-    monkeypatch.setattr(cross_encoder, "built", lambda: True)
-    monkeypatch.setattr(cross_encoder, "shared", lambda: stub)
+    settings.MEMORY_MODELS_DIR = tmp_path
+    build_word_counting_cross_encoder(cross_encoder.local_model_dir(), word="zebra")
     update_memory_settings(LOCAL)
-    for n in range(RERANK_DEPTH + 5):
-        make_memory(alice, content=f"kiwi note {n} " + "kiwi " * (RERANK_DEPTH + 5 - n))
-    plain = retrieve(owner_ids=frozenset({alice.pk}), query="kiwi", limit=3, settings=replace_rerank(False))
-    result = retrieve(owner_ids=frozenset({alice.pk}), query="kiwi", limit=3)
-    (seen,) = stub.seen
-    assert len(seen) == RERANK_DEPTH  # not the 3 the caller keeps
-    assert seen[10] not in [h.memory.content for h in plain.hits]
+    total = RERANK_DEPTH + 5
+    # The same length each, fewer "kiwi" each: bm25 ranks them in this order. "zebra" is said by the
+    # 11th (past the caller's limit), the last within the reranker's depth and the first past it.
+    zebras = {10, RERANK_DEPTH - 1, RERANK_DEPTH}
+    notes = [
+        f"note {n} " + "kiwi " * (total - n) + "apple " * n + ("zebra" if n in zebras else "melon")
+        for n in range(total)
+    ]
+    for note in notes:
+        make_memory(alice, content=note)
+    owners = frozenset({alice.pk})
+    plain = retrieve(owner_ids=owners, query="kiwi", limit=total, settings=replace_rerank(False))
+    assert [h.memory.content for h in plain.hits] == notes
+
+    result = retrieve(owner_ids=owners, query="kiwi", limit=3)
+    top = [h.memory.content for h in result.hits]
     assert result.resolution["rerankApplied"] is True
-    # Fused with the first stage (equal weights): the eleventh keyword match leads, the first follows.
-    assert [h.memory.content for h in result.hits][:2] == [seen[10], seen[0]]
+    # Fused with the first stage (equal weights): the 11th leads (relevant, and fair for bm25); the
+    # first (bm25's best) and the 20th (relevant, bm25's worst of the depth) tie next. The 21st says
+    # "zebra" too but is past the depth: it keeps its place, after the reranked candidates.
+    assert top[0] == notes[10]
+    assert set(top[1:]) == {notes[0], notes[RERANK_DEPTH - 1]}
     assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+    everything = retrieve(owner_ids=owners, query="kiwi", limit=total)
+    assert [h.memory.content for h in everything.hits][RERANK_DEPTH:] == notes[RERANK_DEPTH:]
 
 
 def test_a_local_reranker_that_is_not_built_leaves_the_order_and_says_why(

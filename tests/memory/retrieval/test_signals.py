@@ -1,5 +1,7 @@
 """The extra lists of hybrid retrieval: a turn lifted by its session, a dated memory by a "when" question."""
 
+from datetime import UTC, date, datetime
+
 import pytest
 
 from memory.conf import update_memory_settings
@@ -13,6 +15,8 @@ from memory.retrieval.signals import (
     names_a_time,
     session_list,
 )
+from memory.retrieval.signals import period_list as signals_period_list
+from memory.retrieval.temporal import Period
 from memory.services.indexing import reindex_all
 from tests.factories import make_memory
 
@@ -156,5 +160,67 @@ def test_hybrid_lifts_the_turn_whose_session_matched(alice):
         unweighted = run(vector=1.0, fts=1.0, session=0.0)
         gap = hits[lifted.seq].score - unweighted[lifted.seq].score * 2 / 3
         assert gap == pytest.approx(1 / 3, abs=1e-6)  # the best of the session list: 1, a third of the mean
+    finally:
+        runtime.reset()
+
+
+def dated(in_period: bool) -> Candidate:
+    return Candidate(session=None, names_a_time=False, in_period=in_period)
+
+
+def test_the_period_list_is_the_fusion_of_both_searches_kept_to_the_period():
+    found = {1: dated(True), 2: dated(False), 3: dated(True), 4: dated(True)}
+    vector = [(2, 0.9), (1, 0.8), (3, 0.4)]
+    keyword = [(2, 12.0), (4, 6.0), (3, 3.0)]
+    scored = signals_period_list(vector, keyword, found, limit=10)
+    # 2 is out of the period; within it, 1 leads the vectors and 4 the keywords, 3 trails both
+    assert [seq for seq, _ in scored] == [1, 4, 3]
+    assert scored[0][1] == pytest.approx(0.5) and scored[2][1] == pytest.approx(0.0)
+    assert signals_period_list(vector, keyword, found, limit=1) == [(1, pytest.approx(0.5))]
+    assert signals_period_list(vector, keyword, {2: dated(False)}, limit=10) == []
+
+
+@pytest.mark.django_db
+def test_candidates_know_which_memories_are_about_the_period(alice):
+    may = Period(date(2024, 5, 1), date(2024, 5, 31))
+    turn_in = make_memory(alice, content="(2024-05-20) Ana: We signed today.", session_id="c1")
+    turn_out = make_memory(alice, content="(2024-07-02) Ana: We signed in May.", session_id="c1")
+    told_later = make_memory(
+        alice,
+        content="Signed the lease on 30 May 2024.",
+        created_at=datetime(2024, 6, 2, tzinfo=UTC),
+    )
+    stored_then = make_memory(alice, content="Signed the lease.", created_at=datetime(2024, 5, 3, tzinfo=UTC))
+    other = make_memory(alice, content="Bought a bike.", created_at=datetime(2024, 6, 3, tzinfo=UTC))
+    seqs = [m.seq for m in (turn_in, turn_out, told_later, stored_then, other)]
+    found = candidates(seqs, question="What did Ana sign in May 2024?", period=may)
+    assert {seq for seq, f in found.items() if f.in_period} == {turn_in.seq, told_later.seq, stored_then.seq}
+    assert not any(f.in_period for f in candidates(seqs, question="What did Ana sign?").values())
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(
+    not runtime.static_built(), reason="run `manage.py build_embedding_models` (make test does)"
+)
+def test_hybrid_lifts_the_memories_of_the_period_the_question_names(alice):
+    update_memory_settings({"embeddingSource": "static"})
+    try:
+        for month in ("01", "02", "03", "04", "06", "07"):
+            make_memory(alice, content=f"(2024-{month}-10) Ana: The boiler broke again, what a week.")
+        may = make_memory(alice, content="(2024-05-10) Ana: The boiler broke again, what a week.")
+        reindex_all()
+
+        def ranked(question):
+            result = retrieve(
+                owner_ids=frozenset({alice.pk}), query=question, strategy="hybrid", filter_irrelevant=False
+            )
+            return [hit.memory.seq for hit in result.hits], result.hits
+
+        order, hits = ranked("What broke in May 2024?")
+        assert order[0] == may.seq and hits[0].in_period
+        assert not any(hit.in_period for hit in hits[1:])
+        # the same question without its period: the May memory is one among the others
+        order, hits = ranked("What broke in 2024 again?")
+        assert order[0] != may.seq
     finally:
         runtime.reset()
