@@ -10,7 +10,7 @@ import pytest
 from memory.conf import update_memory_settings
 from memory.embeddings import runtime
 from memory.models import ApiKey, Memory
-from memory.retrieval.engine import retrieve_for_chat
+from memory.retrieval.chat import retrieve_for_chat
 from memory.services.indexing import reindex_all
 from tests.factories import make_memory
 
@@ -222,16 +222,16 @@ def test_preview_injection_needs_one_owner(studio, alice, facts, upstream):
     assert "Choose the API key this belongs to." in html
 
 
-def test_preview_injection_says_when_recall_failed(studio, alice, facts, upstream, monkeypatch):
-    import gateway.chat
+def test_preview_injection_says_when_recall_failed(studio, alice, facts, upstream):
+    from django.db import connection
 
-    def failing_recall(**kwargs):  # a fault in the retrieval engine, as the gateway would meet it
-        raise RuntimeError("index unavailable")
-
-    monkeypatch.setattr(gateway.chat, "retrieve_for_chat", failing_recall)
+    # A fault in the retrieval engine, as the gateway would meet it: the keyword index is gone
+    # (dropped inside the test's transaction, which brings it back).
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE memory_fts")
     update_memory_settings({"enabled": True})
     html = studio.hx_post(INJECT, {"owner": str(alice.pk), "request_json": chat("editor?")}).content.decode()
-    assert "not injected" in html and "Memory was skipped (recall failed: RuntimeError)" in html
+    assert "not injected" in html and "Memory was skipped (recall failed: OperationalError)" in html
     assert "Memory context" not in html
 
 

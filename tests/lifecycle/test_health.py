@@ -79,7 +79,7 @@ def test_red_when_the_embedding_source_fails(admin_api, embeddings):
     embeddings.return_value = httpx.Response(500, text="upstream said 500")
     body = admin_api.get(URL).json()
     assert body["working"] is False
-    error = "Embedding provider 127.0.0.1 returned HTTP 500: upstream said 500"
+    error = "Embedding provider 127.0.0.1 returned HTTP 500"  # never the body it sent back
     assert body["stages"]["vector"] == {
         "ok": False,
         "latencyMs": body["stages"]["vector"]["latencyMs"],
@@ -185,27 +185,47 @@ def test_healthz_is_ok_without_authentication(client):
     assert response.status_code == 200 and response.json() == {"status": "ok"}
 
 
-def test_healthz_is_503_when_migrations_are_pending(client, monkeypatch):
-    from memory.api import views_lifecycle
+HEALTHZ = """
+import json
+from django.test import Client
+from django.test.utils import setup_test_environment
+setup_test_environment()
+response = Client().get("/healthz")
+print(json.dumps([response.status_code, response.json()]))
+"""
 
-    monkeypatch.setattr(views_lifecycle, "_migrations_applied", False)
-    monkeypatch.setattr(
-        views_lifecycle.MigrationExecutor, "migration_plan", lambda self, targets: [("x", False)]
-    )
-    response = client.get("/healthz")
-    assert response.status_code == 503 and response.json()["status"] == "unavailable"
+
+def test_healthz_is_503_when_migrations_are_pending(instance, tmp_path):
+    """A copy of a migrated database whose latest migration is not recorded as applied, served by a
+    fresh process (a process that has seen every migration applied keeps that answer)."""
+    import sqlite3
+
+    copy = tmp_path / "omniroute.sqlite3"
+    with sqlite3.connect(instance.db_path) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+        target.execute(
+            "DELETE FROM django_migrations WHERE id = "
+            "(SELECT max(id) FROM django_migrations WHERE app = 'memory')"
+        )
+    pending = instance.manage("shell", "--no-imports", "-c", HEALTHZ, env={"OMNIROUTE_DB_PATH": str(copy)})
+    assert json.loads(pending.stdout.splitlines()[-1]) == [
+        503,
+        {"status": "unavailable", "reason": "migrations pending"},
+    ]
+    served = instance.manage("shell", "--no-imports", "-c", HEALTHZ)  # the database it was copied from
+    assert json.loads(served.stdout.splitlines()[-1]) == [200, {"status": "ok"}]
 
 
-def test_healthz_is_503_when_the_database_is_unreachable(client, monkeypatch):
-    from memory.api import views_lifecycle
+@pytest.mark.django_db(transaction=True)
+def test_healthz_is_503_when_the_database_is_unreachable(client, tmp_path, caplog):
+    from tests.faults import database_unreachable
 
-    class Down:
-        def cursor(self):
-            raise OSError("unable to open database file")
-
-    monkeypatch.setattr(views_lifecycle, "connection", Down())
-    response = client.get("/healthz")
+    with database_unreachable(tmp_path / "missing"), caplog.at_level("ERROR", logger="memory.api"):
+        response = client.get("/healthz")
     assert response.status_code == 503 and response.json() == {
         "status": "unavailable",
         "reason": "database unreachable",
     }
+    (record,) = [r for r in caplog.records if r.getMessage() == "healthz: database unreachable"]
+    assert "unable to open database file" in str(record.exc_info[1])
+    assert client.get("/healthz").status_code == 200  # the real database again

@@ -14,9 +14,9 @@ from django.utils import timezone
 
 from memory.conf import update_memory_settings
 from memory.models import Memory
-from memory.services import summarization
 from memory.tasks.lifecycle import summarize_memories_periodic
 from tests.factories import make_memory
+from tests.faults import break_inserts, write_locked
 
 
 def run(*args) -> tuple[list[str], str]:
@@ -90,22 +90,17 @@ def test_bad_arguments_are_clear_errors(args, message):
 
 
 @pytest.mark.django_db
-def test_a_failing_owner_makes_it_exit_non_zero_after_the_others(alice, bob, monkeypatch):
+def test_a_failing_owner_makes_it_exit_non_zero_after_the_others(alice, bob):
     old(alice)
     old(bob)
-    real = summarization.summarize_older_than
-
-    def flaky(*, owner, **kwargs):
-        if owner == alice:
-            raise RuntimeError("disk on fire")
-        return real(owner=owner, **kwargs)
-
-    monkeypatch.setattr("memory.management.commands.summarize_memories.summarize_older_than", flaky)
+    break_inserts(f"NEW.owner_id = '{alice.pk.hex}'")  # alice's summary cannot be written
     out, err = io.StringIO(), io.StringIO()
     with pytest.raises(CommandError, match=f"failed for 1 API key\\(s\\): {alice.pk}"):
         call_command("summarize_memories", stdout=out, stderr=err)
-    assert "FAILED: RuntimeError: disk on fire" in err.getvalue()
+    assert err.getvalue().strip() == f"{alice.pk} (alice): FAILED: OperationalError: malformed JSON"
+    assert Memory.objects.get(owner=alice).type == "factual"  # rolled back: the original is kept
     assert Memory.objects.get(owner=bob).type == "semantic"
+    assert out.getvalue().startswith(f"{bob.pk} (bob): summarised 1 memories older than 30 days")
 
 
 def test_the_process_exits_non_zero_on_bad_arguments(instance):
@@ -191,37 +186,36 @@ def test_the_periodic_task_summarises_each_owner_by_retention_days(alice, bob, c
     assert summarize_memories_periodic.call_local()["summarized"] == 0  # idempotent
 
 
-@pytest.mark.django_db
-def test_the_periodic_task_lets_huey_retry_a_locked_database(alice, monkeypatch):
+@pytest.mark.django_db(transaction=True)
+def test_the_periodic_task_lets_huey_retry_a_locked_database(caplog):
     from django.db import OperationalError
 
+    from memory.models import ApiKey
+
+    owner, _ = ApiKey.issue(name="carol")
     update_memory_settings({"autoSummarize": True})
-
-    def locked(**kwargs):
-        raise OperationalError("database is locked")
-
-    monkeypatch.setattr("memory.tasks.lifecycle.summarize_older_than", locked)
-    with pytest.raises(OperationalError):
-        summarize_memories_periodic.call_local()
+    old(owner)
+    with write_locked(), caplog.at_level("WARNING", logger="memory.tasks"):
+        with pytest.raises(OperationalError, match="database is locked"):
+            summarize_memories_periodic.call_local()
+    (message,) = [m for m in caplog.messages if m.startswith(f"summarize interrupted at {owner.pk}")]
+    assert "(database is locked" in message and message.endswith("Huey will retry")
+    assert Memory.objects.get(owner=owner).type == "factual"
     task = summarize_memories_periodic.task_class
     assert (task.default_retries, task.default_retry_delay, task.default_retry_backoff) == (3, 60, 2)
+    # The retry, once the other writer is done, finds the work still to do.
+    assert summarize_memories_periodic.call_local()["summarized"] == 1
 
 
 @pytest.mark.django_db
-def test_the_periodic_task_keeps_going_after_a_non_transient_error(alice, bob, monkeypatch):
+def test_the_periodic_task_keeps_going_after_a_non_transient_error(alice, bob, caplog):
     update_memory_settings({"autoSummarize": True})
+    old(alice)
     old(bob)
-    real = summarization.summarize_older_than
-
-    def flaky(*, owner, **kwargs):
-        if owner == alice:
-            raise ValueError("bad row")
-        return real(owner=owner, **kwargs)
-
-    monkeypatch.setattr("memory.tasks.lifecycle.summarize_older_than", flaky)
-    assert summarize_memories_periodic.call_local() == {
-        "owners": 2,
-        "summaries": 1,
-        "summarized": 1,
-        "failed": 1,
-    }
+    break_inserts(f"NEW.owner_id = '{alice.pk.hex}'")
+    with caplog.at_level("ERROR", logger="memory.tasks"):
+        counts = summarize_memories_periodic.call_local()
+    assert counts == {"owners": 2, "summaries": 1, "summarized": 1, "failed": 1}
+    (record,) = [r for r in caplog.records if r.getMessage() == f"summarize failed for {alice.pk}"]
+    assert "malformed JSON" in str(record.exc_info[1])
+    assert Memory.objects.get(owner=bob).type == "semantic"

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
+import subprocess
+import sys
 import uuid
 
 import pytest
+from django.conf import settings
 from django.db import OperationalError
 from django.utils import timezone
 
 from memory.conf import update_memory_settings
 from memory.models import ApiKey, Memory
-from memory.services import extraction as service
 from memory.services.extraction import (
     assistant_text_from_response,
     extraction_run,
@@ -19,6 +23,7 @@ from memory.services.extraction import (
 )
 from memory.tasks.extraction import enqueue_extraction, extract_from_exchange
 from tests.factories import make_memory
+from tests.faults import break_inserts, refuse_inserts, write_locked
 
 pytestmark = pytest.mark.django_db
 
@@ -94,30 +99,38 @@ def test_a_revoked_owner_stores_nothing(alice):
     assert run(alice, "I prefer vim.") == []
 
 
-def test_a_failing_fact_is_logged_and_the_others_are_stored(alice, monkeypatch, caplog):
-    real_create = service.memory_create
-
-    def flaky(item):
-        if item.key == "preference:vim":
-            raise ValueError("boom")
-        return real_create(item)
-
-    monkeypatch.setattr(service, "memory_create", flaky)
+def test_a_failing_fact_is_logged_and_the_others_are_stored(alice, caplog):
+    refuse_inserts("NEW.key = 'preference:vim'", "boom")  # the database refuses that one row
     with caplog.at_level(logging.ERROR, logger="memory.extraction"):
         stored = run(alice, "I prefer vim. I usually write tests first.")
 
     assert [m.key for m in stored] == ["pattern:write_tests_first"]
+    assert [m.key for m in Memory.objects.filter(owner=alice)] == ["pattern:write_tests_first"]
     (record,) = [r for r in caplog.records if r.getMessage() == "memory.extraction.failed"]
     assert (record.owner_id, record.key, record.source) == (str(alice.pk), "preference:vim", "user_message")
 
 
-def test_a_transient_database_error_is_raised_for_a_retry(alice, monkeypatch):
-    def locked(item):
-        raise OperationalError("database is locked")
+def test_a_database_error_on_one_fact_is_raised_for_a_retry_not_skipped(alice, caplog):
+    """An ``OperationalError`` met by a fact's write is not logged and skipped like a bad fact: it
+    leaves the run (and its transaction), so that the task is retried."""
+    break_inserts("NEW.key = 'preference:vim'")
+    with caplog.at_level(logging.WARNING, logger="memory.extraction"):
+        with pytest.raises(OperationalError, match="malformed JSON"):
+            run(alice, "I usually write tests first. I prefer vim.")
+    assert not Memory.objects.filter(owner=alice).exists()  # the fact before it is rolled back too
+    (record,) = [r for r in caplog.records if r.getMessage() == "memory.extraction.transient_failure"]
+    assert (record.key, record.source) == ("preference:vim", "user_message")
+    assert "memory.extraction.failed" not in caplog.messages
 
-    monkeypatch.setattr(service, "memory_create", locked)
-    with pytest.raises(OperationalError):
-        run(alice, "I prefer vim.")
+
+@pytest.mark.django_db(transaction=True)
+def test_a_locked_database_is_raised_for_a_retry():
+    owner, _ = ApiKey.issue(name="carol")
+    with write_locked(), pytest.raises(OperationalError, match="database is locked"):
+        run(owner, "I prefer vim.")
+    assert not Memory.objects.filter(owner=owner).exists()
+    # The retry, once the other writer is done, stores the fact.
+    assert [m.key for m in run(owner, "I prefer vim.")] == ["preference:vim"]
 
 
 def test_the_task_runs_the_service(alice):
@@ -145,16 +158,40 @@ def test_enqueue_skips_blank_exchanges(alice, django_capture_on_commit_callbacks
     assert callbacks == []
 
 
-def test_enqueue_never_raises(alice, monkeypatch, django_capture_on_commit_callbacks, caplog):
-    import memory.tasks.extraction as tasks
-
-    def broken(*args):
-        raise ConnectionError("queue down")
-
-    monkeypatch.setattr(tasks, "extract_from_exchange", broken)
-    with django_capture_on_commit_callbacks(execute=True):
-        enqueue_extraction(owner_id=alice.pk, session_id="s", user_text="I prefer vim.", assistant_text="")
-    assert "memory.extraction.enqueue_failed" in caplog.text
+def test_enqueue_never_raises(tmp_path):
+    """The queue is a Redis server that is not there (``REDIS_URL`` to a closed port), in a process of
+    its own (the queue is chosen when Django starts): the failure is logged, the caller goes on."""
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens on it
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "omniroute.settings",
+        "OMNIROUTE_DATA_DIR": str(tmp_path),
+        "OMNIROUTE_DB_PATH": str(tmp_path / "omniroute.sqlite3"),
+        "REDIS_URL": f"redis://127.0.0.1:{port}/0",
+        "HUEY_IMMEDIATE": "false",
+        "OMNIROUTE_LOG_LEVEL": "WARNING",
+    }
+    env.pop("OMNIROUTE_TEST_DB_PATH", None)
+    code = (
+        "from memory.tasks.extraction import enqueue_extraction\n"
+        "enqueue_extraction(owner_id='00000000-0000-0000-0000-0000000000aa', session_id='s',"
+        " user_text='I prefer vim.', assistant_text='')\n"
+        "print('went on')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "went on"
+    assert "ERROR memory.extraction memory.extraction.enqueue_failed" in result.stderr
+    assert "redis.exceptions.ConnectionError" in result.stderr
 
 
 @pytest.mark.parametrize(
