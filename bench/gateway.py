@@ -54,7 +54,7 @@ def _seed(upstream_url: str) -> tuple[str, dict]:
     from gateway.models import UpstreamProvider
     from memory.conf import update_memory_settings
     from memory.models import ApiKey
-    from memory.retrieval.engine import retrieve_for_chat
+    from memory.retrieval.chat import retrieve_for_chat
     from memory.services.memories import MemoryInput, memory_bulk_create
 
     key, secret = ApiKey.issue(name="bench-gateway")

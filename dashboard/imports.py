@@ -5,7 +5,7 @@ The file is a JSON array of memories or a single memory object (the shape
 by the API's create serializer; valid entries are written in one transaction
 through ``memory_bulk_create`` (upsert on key), invalid ones are skipped with
 the reason. ``id``, ``apiKeyId`` and the timestamps are ignored: the owner is
-the one chosen in the Studio (never none, reference L18).
+the one chosen in the Studio (never none: the original stored imports ownerless, injected nowhere).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Every tab reads one owner, chosen in the owner selector and carried in the
 ``owner`` parameter of every link and form (remembered in the session for
 bare URLs). "All owners" is a read-only view offered to superusers only and
-never the default; a write always names one concrete owner (reference L18:
-nothing the Studio creates, imports or compacts is ownerless).
+never the default; a write always names one concrete owner (nothing the
+Studio creates, imports or compacts is ownerless, as the original's were).
 """
 
 from __future__ import annotations

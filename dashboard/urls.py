@@ -1,6 +1,6 @@
 from django.urls import path
 
-from dashboard.views import engine, memories, sandbox, settings_page, shell, transfer
+from dashboard.views import audit, engine, memories, sandbox, settings_page, shell, transfer
 
 app_name = "dashboard"
 
@@ -20,5 +20,6 @@ urlpatterns = [
     path("memory/reindex", engine.engine_reindex, name="engine-reindex"),
     path("memory/engine-settings", engine.engine_settings, name="engine-settings"),
     path("memory/qdrant", engine.engine_qdrant, name="engine-qdrant"),
+    path("memory/audit", audit.audit_list, name="audit"),
     path("settings", settings_page.settings_page, name="settings"),
 ]

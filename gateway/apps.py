@@ -7,6 +7,7 @@ class GatewayConfig(AppConfig):
     verbose_name = "Gateway"
 
     def ready(self) -> None:
+        # app loading: apps.py may not import models at module level (the registry is not ready then)
         from gateway.models import UpstreamProvider
         from gateway.providers import PROVIDERS
 

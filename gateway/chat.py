@@ -2,7 +2,7 @@
 
 Everything here touches the database, so the async view runs :func:`prepare_chat` in one
 ``sync_to_async`` hop. The memory rules themselves live in ``memory`` (retrieval engine, injection,
-extraction service); this module only wires them to the request (reference §4.4).
+extraction service); this module only wires them to the request.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from memory import strictjson
 from memory.conf import get_memory_settings
 from memory.injection import inject_memory, last_user_query, should_inject_memory
 from memory.models import ApiKey
-from memory.retrieval.engine import retrieve_for_chat
+from memory.retrieval.chat import retrieve_for_chat
 from memory.services.auth import Unauthenticated, authenticate_api_key, bearer_secret
 from memory.services.extraction import user_text_from_request
+from memory.services.throttle import Throttled
 
 logger = logging.getLogger("gateway.chat")
 
@@ -43,9 +44,11 @@ class GatewayError(Exception):
         type_: str = "invalid_request_error",
         code: str | None = None,
         param: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.message, self.status, self.type, self.code, self.param = message, status, type_, code, param
+        self.headers = headers or {}
 
 
 @dataclass
@@ -69,8 +72,9 @@ class ChatPlan:
     extraction: ExtractionContext | None
 
 
-def authenticate(authorization: str | None) -> ApiKey:
-    """The active key named by ``Authorization: Bearer <secret>``; :class:`GatewayError` 401 otherwise.
+def authenticate(authorization: str | None, client_ip: str = "") -> ApiKey:
+    """The active key named by ``Authorization: Bearer <secret>``; :class:`GatewayError` 401 otherwise,
+    429 with ``Retry-After`` while ``client_ip`` or the key's prefix is locked out after failures.
 
     The check and the once-a-minute ``last_used_at`` are :func:`memory.services.auth.authenticate_api_key`'s.
     """
@@ -80,9 +84,17 @@ def authenticate(authorization: str | None) -> ApiKey:
             "Missing API key: send Authorization: Bearer <key>", status=401, code="invalid_api_key"
         )
     try:
-        key, _principal = authenticate_api_key(secret)
+        key, _principal = authenticate_api_key(secret, client_ip=client_ip)
     except Unauthenticated as exc:
         raise GatewayError(exc.message, status=401, code="invalid_api_key") from None
+    except Throttled as exc:
+        raise GatewayError(
+            exc.message,
+            status=429,
+            type_=exc.type,
+            code="rate_limit_exceeded",
+            headers={"Retry-After": str(exc.retry_after)},
+        ) from None
     return key
 
 
@@ -93,6 +105,11 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     except strictjson.NumberOutOfRange as exc:
         raise GatewayError(
             f"Invalid JSON: {exc}", status=400, code="invalid_value", param=exc.field
+        ) from None
+    except (strictjson.LoneSurrogate, strictjson.NestingTooDeep) as exc:
+        # Either would fail later, unanswered: encoding the upstream request, or recursing through it.
+        raise GatewayError(
+            f"Invalid JSON: {exc}", status=400, code="invalid_value", param=exc.field or None
         ) from None
     except (ValueError, UnicodeDecodeError):
         raise GatewayError("The request body is not valid JSON", status=400, code="invalid_json") from None
@@ -148,7 +165,7 @@ def route_and_inject(
     use_memory: bool = True,
     touch: bool = True,
 ) -> RoutedChat:
-    """Choose the provider for ``body["model"]`` and inject ``api_key``'s memories (reference §4.4):
+    """Choose the provider for ``body["model"]`` and inject ``api_key``'s memories:
     the part of a chat request that the gateway and the Studio's injection preview share.
 
     ``body`` must have passed :func:`validate_body`. Raises :class:`GatewayError` when no enabled
@@ -214,14 +231,16 @@ def route_and_inject(
     return routed
 
 
-def prepare_chat(*, authorization: str | None, raw_body: bytes, headers: Mapping[str, str]) -> ChatPlan:
+def prepare_chat(
+    *, authorization: str | None, raw_body: bytes, headers: Mapping[str, str], client_ip: str = ""
+) -> ChatPlan:
     """Authenticate, validate, choose the provider and inject memory; raise :class:`GatewayError`.
 
     Memory (recall and, later, extraction) applies when the key did not send ``x-omniroute-no-memory``
     and the settings enable it (``enabled`` and ``maxTokens > 0``); see :func:`route_and_inject`.
     Extraction also needs ``learningEnabled`` and no ``x-omniroute-no-learn`` header.
     """
-    api_key = authenticate(authorization)
+    api_key = authenticate(authorization, client_ip)
     body = parse_body(raw_body)
     header_session = (headers.get(SESSION_HEADER) or "").strip() or None
     routed = route_and_inject(
@@ -229,7 +248,7 @@ def prepare_chat(*, authorization: str | None, raw_body: bytes, headers: Mapping
     )
     extraction = None
     if routed.learning_on and not _flag(headers, NO_LEARN_HEADER):
-        # Without the header each exchange gets its own session id, as in the reference (§2.5).
+        # Without the session header each exchange gets its own session id, as in the original.
         extraction = ExtractionContext(
             owner_id=str(api_key.pk),
             session_id=header_session or str(uuid.uuid4()),

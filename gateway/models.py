@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxLengthValidator, MinValueValidator
 from django.db import models, transaction
 from django.db.models import Q
 
+from memory.crypto import EncryptedTextField
 from memory.injection import DEFAULT_PROVIDER_ROLES, ProviderRoles
 
 
@@ -37,7 +38,9 @@ class UpstreamProvider(models.Model):
     name). At most one provider is the default (a partial unique constraint; saving one as default
     clears the flag on the others).
 
-    ``api_key`` is stored in clear (it must be sent upstream) and is never shown in list views.
+    ``api_key`` must be sent upstream, so it is kept reversibly: encrypted at rest
+    (:class:`memory.crypto.EncryptedTextField`, bound to this row), clear on the instance, never shown
+    back (masked in the admin).
     ``system_role`` says how the memory message reaches this provider: ``auto`` asks
     :mod:`memory.injection`'s registry (:class:`~memory.injection.ProviderRoles`) about the provider
     name and then the upstream model name; ``system``/``user`` override it for this provider.
@@ -47,7 +50,11 @@ class UpstreamProvider(models.Model):
         max_length=100, unique=True, help_text="Provider id, e.g. openai, glm, xiaomi-mimo."
     )
     base_url = models.URLField(max_length=500, help_text="e.g. https://api.openai.com/v1")
-    api_key = models.CharField(max_length=500, blank=True, help_text="Sent upstream as a Bearer token.")
+    api_key = EncryptedTextField(
+        blank=True,
+        validators=[MaxLengthValidator(500)],
+        help_text="Sent upstream as a Bearer token; stored encrypted.",
+    )
     model_prefix = models.CharField(
         max_length=100, blank=True, help_text="Models starting with this are routed here (blank: none)."
     )

@@ -27,6 +27,7 @@ from gateway.streaming import StreamRelay
 from gateway.upstream import UpstreamFailure, failure_from, list_models, passed_headers, send_chat
 from gateway.workers import after_response, run_db
 from memory.services.extraction import assistant_text_from_response
+from memory.services.throttle import request_ip
 from memory.tasks.extraction import enqueue_extraction
 
 logger = logging.getLogger("gateway.views")
@@ -56,7 +57,7 @@ class _StreamingResponse(_AfterCloseMixin, StreamingHttpResponse):
 def _error(exc: GatewayError | UpstreamFailure) -> JsonResponse:
     if isinstance(exc, UpstreamFailure):
         return openai_error(exc.message, status=exc.status, type_=exc.type, code=exc.code)
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    headers = {**exc.headers, **({"WWW-Authenticate": "Bearer"} if exc.status == 401 else {})}
     return openai_error(
         exc.message, status=exc.status, type_=exc.type, code=exc.code, param=exc.param, headers=headers
     )
@@ -112,6 +113,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
             authorization=request.headers.get("Authorization"),
             raw_body=raw_body,
             headers=request.headers,
+            client_ip=request_ip(request.META),
         )
         upstream = await send_chat(plan.provider, plan.payload, stream=plan.stream)
     except (GatewayError, UpstreamFailure) as exc:
@@ -155,7 +157,7 @@ async def models(request: HttpRequest) -> JsonResponse:
     if request.method != "GET":
         return _method_not_allowed("GET")
     try:
-        await run_db(authenticate, request.headers.get("Authorization"))
+        await run_db(authenticate, request.headers.get("Authorization"), request_ip(request.META))
     except GatewayError as exc:
         return _error(exc)
     providers = await run_db(enabled_providers)

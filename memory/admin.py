@@ -6,8 +6,32 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from memory.models import ApiKey, ManagementToken, Memory, Setting, VectorMeta
+from memory.services.audit import SYSTEM, Actor, user_actor
+from memory.services.credentials import credential_revoke
 from memory.services.memories import memory_delete
-from memory.services.retention import delete_memories
+from memory.services.retention import bulk_delete
+
+
+def _actor(request: HttpRequest | None) -> Actor:
+    """The staff user behind an admin action (the system when called without a request)."""
+    user = getattr(request, "user", None)
+    return user_actor(user, via="admin") if user is not None else SYSTEM
+
+
+def _save_with_revocation(admin_save: Any, request: HttpRequest, obj: Any, form: forms.ModelForm) -> None:
+    """Save a changed key or token; a revocation set in the form goes through ``credential_revoke``
+    (so it is written to the audit log)."""
+    revoking = (
+        "revoked_at" in form.changed_data
+        and obj.revoked_at is not None
+        and not form.initial.get("revoked_at")
+    )
+    at = obj.revoked_at
+    if revoking:
+        obj.revoked_at = None
+    admin_save(request, obj, form, True)
+    if revoking:
+        credential_revoke(obj, actor=_actor(request), at=at)
 
 
 @admin.register(ApiKey)
@@ -19,7 +43,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def save_model(self, request: HttpRequest, obj: ApiKey, form: forms.ModelForm, change: bool) -> None:
         if change:
-            return super().save_model(request, obj, form, change)
+            return _save_with_revocation(super().save_model, request, obj, form)
         key, secret = ApiKey.issue(name=obj.name, allow_global_scope=obj.allow_global_scope)
         obj.pk = key.pk
         messages.warning(request, f"API key created. Copy the secret now, it is not shown again: {secret}")
@@ -57,7 +81,7 @@ class ManagementTokenAdmin(admin.ModelAdmin):
         self, request: HttpRequest, obj: ManagementToken, form: forms.ModelForm, change: bool
     ) -> None:
         if change:
-            return super().save_model(request, obj, form, change)
+            return _save_with_revocation(super().save_model, request, obj, form)
         token, secret = ManagementToken.issue(
             name=obj.name, scope=obj.scope, owners=form.cleaned_data["owners"]
         )
@@ -77,10 +101,10 @@ class MemoryAdmin(admin.ModelAdmin):
 
     # Through the services, so that every vector index drops the memories too (memory.services.vectorsync).
     def delete_model(self, request: HttpRequest, obj: Memory) -> None:
-        memory_delete(obj)
+        memory_delete(obj, actor=_actor(request))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Memory]) -> None:
-        delete_memories(queryset)
+        bulk_delete(queryset, actor=_actor(request))
 
 
 @admin.register(VectorMeta)

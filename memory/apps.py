@@ -6,5 +6,7 @@ class MemoryConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self) -> None:
+        # app loading: these modules import models, which apps.py may not do at module level (the
+        # registry is not ready when it is imported)
         from memory import checks, receivers, signals  # noqa: F401  (registers checks and receivers)
         from memory.api import schema  # noqa: F401  (OpenAPI auth extensions)

@@ -6,13 +6,14 @@ dataclass, one normaliser per field, and a :class:`StoredSettings` that keeps
 the group in the ``Setting`` table under its prefix. Reads are cached for
 ``MEMORY_SETTINGS_CACHE_SECONDS`` and invalidated on every write made in this
 process (other processes see a write within that time). Values read back from
-the database are normalised as in the reference §6.1 and never raise: junk
+the database are normalised field by field (``NORMALISERS``) and never raise: junk
 falls back to the default, and stored keys the group no longer has (old
 fields) are ignored.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Collection
@@ -22,11 +23,17 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from django.conf import settings
 from django.db import transaction
 
+from memory.crypto import SecretUnreadable, decrypt_field, encrypt_field
 from memory.embeddings.catalog import TRANSFORMERS_MODELS
+from memory.models import AuditAction, Setting
+from memory.services import audit
 from memory.signals import memory_settings_changed
 
 if TYPE_CHECKING:
+    # _typeshed exists only for type checkers
     from _typeshed import DataclassInstance
+
+logger = logging.getLogger("memory.conf")
 
 T = TypeVar("T")
 # A group of stored settings is a dataclass (its fields are the stored keys).
@@ -45,7 +52,7 @@ def mask(secret: str) -> str:
 
 @dataclass(frozen=True)
 class MemorySettings:
-    """The operator-facing memory settings (API field names, as in the reference)."""
+    """The operator-facing memory settings, named as the ``/api/settings/memory`` fields are."""
 
     enabled: bool = False
     maxTokens: int = 2000
@@ -53,7 +60,7 @@ class MemorySettings:
     strategy: str = "hybrid"
     autoSummarize: bool = False
     scope: str = "apiKey"
-    # Off by default (reference L1): what the assistant says is not the user's fact.
+    # Off by default: an assistant saying "I prefer to answer briefly" speaks of itself, not of the user.
     extractFromAssistant: bool = False
     # Learning new facts from the exchanges, apart from injecting what is known.
     learningEnabled: bool = True
@@ -89,6 +96,13 @@ class MemorySettings:
     @property
     def injection_enabled(self) -> bool:
         return self.enabled and self.maxTokens > 0
+
+    @property
+    def private_urls_allowed(self) -> bool:
+        """Whether outbound calls may reach loopback and private networks (``memory.urlpolicy``): the
+        ``allowPrivateUrls`` setting or ``MEMORY_ALLOW_PRIVATE_URLS``. The one switch for remote
+        embeddings, rerank and Qdrant."""
+        return self.allowPrivateUrls or settings.MEMORY_ALLOW_PRIVATE_URLS
 
     @property
     def learning_active(self) -> bool:
@@ -219,6 +233,10 @@ class StoredSettings(Generic[D]):
     A read overlays the stored fields on ``defaults()`` (built from ``omniroute/settings.py`` at read
     time), each through its normaliser; it is :class:`Cached`. :meth:`update` writes, invalidates the
     cache and runs ``on_commit(new settings)`` once the transaction commits.
+
+    The ``secret_fields`` (API keys) are stored encrypted (:func:`memory.crypto.encrypt_field`, bound to
+    their row's key); a stored secret the configured key cannot open reads as the default, with an
+    error logged.
     """
 
     def __init__(
@@ -229,6 +247,7 @@ class StoredSettings(Generic[D]):
         normalisers: dict[str, Normaliser],
         defaults: Callable[[], D],
         on_commit: Callable[[D], None] | None = None,
+        secret_fields: Collection[str] = (),
     ) -> None:
         self.prefix = prefix
         self.fields = tuple(f.name for f in fields(model))
@@ -236,6 +255,11 @@ class StoredSettings(Generic[D]):
             raise TypeError(
                 f"{model.__name__}: one normaliser per field ({sorted(set(self.fields) ^ set(normalisers))})"
             )
+        if not set(secret_fields) <= set(self.fields):
+            raise TypeError(
+                f"{model.__name__}: unknown secret fields {sorted(set(secret_fields) - set(self.fields))}"
+            )
+        self.secret_fields = frozenset(secret_fields)
         self.normalisers = normalisers
         self.defaults = defaults
         self.on_commit = on_commit
@@ -255,10 +279,20 @@ class StoredSettings(Generic[D]):
         )
 
     def _read(self) -> D:
-        from memory.models import Setting
-
         rows = Setting.objects.filter(key__startswith=self.prefix)
-        return self.normalise({row.key.removeprefix(self.prefix): row.value for row in rows})
+        raw = {row.key.removeprefix(self.prefix): row.value for row in rows}
+        for name in self.secret_fields & raw.keys():
+            stored = raw[name]
+            if isinstance(stored, str):
+                try:
+                    raw[name] = decrypt_field(stored, **self._binding(name))
+                except SecretUnreadable as exc:
+                    logger.error("Setting %s%s ignored: %s", self.prefix, name, exc)
+                    del raw[name]
+        return self.normalise(raw)
+
+    def _binding(self, name: str) -> dict[str, Any]:
+        return {"table": Setting._meta.db_table, "row_id": self.prefix + name, "field": "value"}
 
     def get(self) -> D:
         return self._cache.get()
@@ -268,21 +302,34 @@ class StoredSettings(Generic[D]):
 
     def write(self, changes: dict[str, Any]) -> None:
         """Store the given (already validated) fields; explicit ``None`` is kept. Call in a transaction."""
-        from memory.models import Setting
-
         unknown = set(changes) - set(self.fields)
         if unknown:
             raise ValueError(f"unknown settings under {self.prefix!r}: {sorted(unknown)}")
         for name, value in changes.items():
+            if name in self.secret_fields and isinstance(value, str) and value:
+                value = encrypt_field(value, **self._binding(name))
             Setting.objects.update_or_create(key=self.prefix + name, defaults={"value": value})
         self.invalidate()
 
-    def update(self, changes: dict[str, Any]) -> D:
+    def update(self, changes: dict[str, Any], *, actor: audit.Actor = audit.SYSTEM) -> D:
         """Store the given (already validated) fields and return the new settings; only the keys present
-        in ``changes`` are written. ``on_commit`` gets the new settings after commit."""
+        in ``changes`` are written. ``on_commit`` gets the new settings after commit. The fields whose
+        value changed are written to the audit log as ``actor``'s (secrets masked), in the same
+        transaction; a write that changes nothing leaves no event."""
         with transaction.atomic():
+            before = self._read()
             self.write(changes)
-            current = self.get()
+            current = self._read()
+            changed = audit.settings_diff(
+                before, current, [name for name in self.fields if name in changes], secret=self.secret_fields
+            )
+            if changed:
+                audit.record(
+                    actor=actor,
+                    action=AuditAction.SETTINGS_CHANGE,
+                    count=len(changed),
+                    details={"group": self.prefix.rstrip("."), "changed": changed},
+                )
             on_commit = self.on_commit
             if on_commit is not None:
                 transaction.on_commit(lambda: on_commit(current))
@@ -299,6 +346,7 @@ STORE: StoredSettings[MemorySettings] = StoredSettings(
     normalisers=NORMALISERS,
     defaults=env_defaults,
     on_commit=_settings_changed,
+    secret_fields=("customApiKey",),
 )
 
 
@@ -311,10 +359,10 @@ def invalidate_memory_settings_cache() -> None:
     STORE.invalidate()
 
 
-def update_memory_settings(changes: dict[str, Any]) -> MemorySettings:
+def update_memory_settings(changes: dict[str, Any], *, actor: audit.Actor = audit.SYSTEM) -> MemorySettings:
     """Store the given (already validated) fields and return the new settings.
 
     Only the keys present in ``changes`` are written; explicit ``None`` is kept.
-    ``memory_settings_changed`` is sent after commit.
+    ``memory_settings_changed`` is sent after commit; ``actor`` is who asked (the audit log).
     """
-    return STORE.update(changes)
+    return STORE.update(changes, actor=actor)

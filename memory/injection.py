@@ -1,4 +1,4 @@
-"""Memory injection into a chat request: messages in, messages out (reference §4). Pure functions.
+"""Memory injection into a chat request: messages in, messages out. Pure functions.
 
 What goes in: ``"Memory context: "`` + the trimmed, non-empty contents of the memories joined by
 ``"\\n"`` (:func:`format_memories`), as one message:
@@ -13,9 +13,9 @@ What goes in: ``"Memory context: "`` + the trimmed, non-empty contents of the me
   the request carries ``cache_control`` markers, unless the caller says otherwise.
 
 Both OpenAI Chat (``messages``) and Responses (``input``) requests are handled: the original ignored
-requests that only have ``input`` (L9).
+requests that only have ``input``.
 
-The provider lists are data (the original hard-coded them, §13): a :class:`ProviderRoles` holds
+The provider lists are data (the original hard-coded them): a :class:`ProviderRoles` holds
 case-insensitive ``fnmatch`` patterns and can be built from settings and passed in.
 
 Memories are anything with a ``content`` (:class:`MemoryLike`: a ``Memory`` row, a dataclass) or a
@@ -122,7 +122,7 @@ def format_memories(memories: Iterable[MemoryLike | Mapping[str, Any]] | None) -
     """Return ``"Memory context: " + "\\n".join(contents)``, or ``""`` when no content is left.
 
     Each content is trimmed; empty, blank and non-string contents are dropped. No bullets, keys, types
-    or trailing newline (reference §4.1).
+    or trailing newline.
     """
     contents = [text for text in (_content(memory).strip() for memory in memories or ()) if text]
     return MEMORY_CONTEXT_PREFIX + "\n".join(contents) if contents else ""
@@ -135,7 +135,7 @@ def _content(memory: Any) -> str:
 
 def should_inject_memory(request: Any, *, enabled: bool) -> bool:
     """Whether memory should be injected: ``enabled``, and the request has a conversation — a non-empty
-    ``messages`` list, or (Responses API, L9) a non-empty ``input`` list or non-blank ``input`` string."""
+    ``messages`` list, or (Responses API) a non-empty ``input`` list or non-blank ``input`` string."""
     return bool(enabled) and isinstance(request, Mapping) and _conversation_field(request) is not None
 
 
@@ -253,7 +253,6 @@ def _merged_system_message(message: Mapping[str, Any], text: str) -> dict[str, A
     return {**message, "content": merged}
 
 
-# Role-less Responses-API items that are not user text (reference §4.4.3).
 def last_user_query(body: Mapping[str, Any]) -> str:
     """The retrieval query: the text of the last user message (``memory.chatbody``), its parts joined
     by a space."""

@@ -3,7 +3,7 @@
 The integer primary key of ``Memory`` (``seq``) is the rowid that the FTS5
 table (``memory_fts``, external content) and the sqlite-vec table
 (``memory_vec``) use, so the three never need a mapping column (the
-original's ``memory_id`` mirror was never filled on insert: reference B1).
+original's ``memory_id`` mirror was never filled on insert, so its FTS joins missed new rows).
 """
 
 from __future__ import annotations
@@ -128,8 +128,8 @@ class ManagementToken(models.Model):
 
     ``scope`` is cumulative (write ⊃ read, admin ⊃ write). A token bound to
     owners never reaches any other owner's memories, on any route. A token with
-    no ``owners`` is global (every owner), which only ``admin`` tokens may be
-    (SPEC §1): :meth:`issue` refuses an unbound read or write token, and one
+    no ``owners`` is global (every owner), which only ``admin`` tokens may be:
+    :meth:`issue` refuses an unbound read or write token, and one
     left unbound (made before that rule, or whose keys were all deleted) is
     refused at request time, never widened to every owner.
     """
@@ -313,3 +313,50 @@ class Setting(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class AuditAction(models.TextChoices):
+    MEMORY_DELETE = "memory.delete"
+    MEMORY_CLEAR = "memory.clear"
+    MEMORY_BULK_DELETE = "memory.bulk_delete"
+    MEMORY_SUMMARIZE = "memory.summarize"
+    MEMORY_COMPACT = "memory.compact"
+    CREDENTIAL_REVOKE = "credential.revoke"
+    SETTINGS_CHANGE = "settings.change"
+
+
+class AuditEvent(models.Model):
+    """One destructive operation: who (``actor_*``, ``via``), when (``at``), what (``action``,
+    ``details``), on which owner (``owner_id``) and how many rows (``count``).
+
+    Written only by ``memory.services.audit.record``, inside the transaction of the change it
+    records, so an event exists exactly when its change committed. ``owner_id`` is a plain UUID, not a
+    foreign key: the record outlives the API key it names. An operation over several owners writes one
+    event per owner; ``owner_id`` is null for a global one (settings). Pruned after
+    ``MEMORY_AUDIT_RETENTION_DAYS`` by the nightly lifecycle task.
+    """
+
+    at = models.DateTimeField(default=timezone.now)
+    action = models.CharField(max_length=32, choices=AuditAction.choices)
+    # token (management token), user (staff), api_key, command, system
+    actor_kind = models.CharField(max_length=16)
+    actor_id = models.CharField(max_length=64, blank=True)
+    actor_name = models.CharField(max_length=200, blank=True)
+    # rest, mcp, studio, admin, command, task
+    via = models.CharField(max_length=16)
+    owner_id = models.UUIDField(null=True, blank=True)
+    count = models.PositiveIntegerField(default=0)
+    details = models.JSONField(default=dict)
+
+    class Meta:
+        db_table = "memory_audit_events"
+        ordering = ["-at", "-id"]
+        indexes = [
+            models.Index(fields=["owner_id", "at"], name="audit_owner_at"),
+            models.Index(fields=["action", "at"], name="audit_action_at"),
+            models.Index(fields=["at"], name="audit_at"),
+        ]
+
+    def __str__(self) -> str:
+        who = self.actor_name or self.actor_id
+        return f"{self.at:%Y-%m-%d %H:%M} {self.action} by {self.actor_kind}:{who}"

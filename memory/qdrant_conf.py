@@ -3,13 +3,13 @@
 Stored, cached and invalidated by :class:`memory.conf.StoredSettings`, like the
 memory settings; read through :func:`get_qdrant_settings`. The defaults are the
 ``QDRANT_*`` settings of ``omniroute/settings.py`` (environment variables, read
-there). Values read back from the database are normalised as in the reference
-§6.4 and never raise: junk falls back to that default.
+there). Values read back from the database are normalised field by field
+(``NORMALISERS``) and never raise: junk falls back to that default.
 
 ``host`` chooses the transport:
 
 - ``http(s)://name[:port]`` or ``name[:port]``: a Qdrant server (``port``
-  fills in a missing port, §9.1);
+  fills in a missing port, ``http://`` a missing scheme);
 - ``:memory:``: qdrant-client's in-process local mode (tests, demos);
 - an absolute path: local mode persisted in that directory (one process at a
   time: qdrant-client locks the directory).
@@ -26,7 +26,17 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.db import transaction
 
-from memory.conf import Normaliser, StoredSettings, boolean, clamped, one_of, update_memory_settings
+from memory.conf import (
+    Normaliser,
+    StoredSettings,
+    boolean,
+    clamped,
+    get_memory_settings,
+    one_of,
+    update_memory_settings,
+)
+from memory.services import audit
+from memory.urlpolicy import UrlPolicyError, check_outbound_url
 
 QUANTIZATIONS = ("none", "int8", "binary")
 DEFAULT_COLLECTION = "omniroute_memory"
@@ -39,7 +49,7 @@ MEMORY_LOCATION = ":memory:"
 
 @dataclass(frozen=True)
 class QdrantSettings:
-    """The operator-facing Qdrant settings (API field names, as in the reference §7.14)."""
+    """The operator-facing Qdrant settings, named as the ``/api/settings/qdrant`` fields are."""
 
     enabled: bool = False
     host: str = ""
@@ -67,7 +77,7 @@ class QdrantSettings:
 
     @property
     def url(self) -> str:
-        """The server's base URL (§9.1): no trailing ``/``, ``http://`` when no scheme, ``port`` when none."""
+        """The server's base URL: no trailing ``/``, ``http://`` when no scheme, ``port`` when none."""
         host = self.host.strip().rstrip("/")
         if "://" not in host:
             host = "http://" + host
@@ -108,7 +118,8 @@ class QdrantSettings:
 
 
 def mask_api_key(key: str | None) -> str | None:
-    """``"***" + last 4`` (reference §7.14); a key of 8 characters or fewer shows no tail."""
+    """``"***" + last 4`` (the ``apiKeyMasked`` of the settings GET); a key of 8 characters or fewer
+    shows no tail."""
     if not key:
         return None
     return "***" + key[-4:] if len(key) > 8 else "***"
@@ -126,7 +137,12 @@ def host_mode(host: str) -> str:
 
 
 def host_problem(host: str) -> str | None:
-    """Why ``host`` is not a usable server address, or None. (Local-mode values are checked by the caller.)"""
+    """Why ``host`` is not a usable server address, or None. (Local-mode values are checked by the caller.)
+
+    The outbound URL policy (``memory.urlpolicy``) applies, without DNS (the server may not be up
+    yet): metadata addresses and names, link-local and other special addresses are refused, loopback
+    and private ones unless ``MemorySettings.private_urls_allowed``. The client checks again, with
+    DNS, before it connects."""
     host = host.strip().rstrip("/")
     candidate = host if "://" in host else "http://" + host
     try:
@@ -142,6 +158,12 @@ def host_problem(host: str) -> str | None:
         return "Put the API key in apiKey, not in the URL."
     if parts.query or parts.fragment:
         return "The URL must not have a query string or fragment."
+    try:
+        check_outbound_url(candidate, allow_private=get_memory_settings().private_urls_allowed, resolve=False)
+    except UrlPolicyError as exc:
+        switch = any(word in str(exc) for word in ("loopback", "private-network"))
+        hint = " Set allowPrivateUrls (or MEMORY_ALLOW_PRIVATE_URLS) to allow it." if switch else ""
+        return f"Refused by the outbound URL policy: {exc}.{hint}"
     return None
 
 
@@ -192,6 +214,7 @@ NORMALISERS: dict[str, Normaliser] = {
 
 
 def _after_write(_current: QdrantSettings) -> None:
+    # cycle: memory.vectorstores.qdrant reads its settings from this module
     from memory.vectorstores.qdrant import forget_stale_clients
 
     forget_stale_clients()
@@ -203,6 +226,7 @@ STORE: StoredSettings[QdrantSettings] = StoredSettings(
     normalisers=NORMALISERS,
     defaults=env_defaults,
     on_commit=_after_write,
+    secret_fields=("apiKey",),
 )
 
 
@@ -216,20 +240,23 @@ def invalidate_qdrant_settings_cache() -> None:
 
 
 @transaction.atomic
-def update_qdrant_settings(changes: dict[str, Any]) -> QdrantSettings:
+def update_qdrant_settings(changes: dict[str, Any], *, actor: audit.Actor = audit.SYSTEM) -> QdrantSettings:
     """Store the given (already validated) fields and return the new settings.
 
     ``apiKey: ""`` (or None) clears the stored key. When ``enabled`` is among
     the changes, the memory ``vectorStore`` follows it: ``"qdrant"`` when
     enabled, ``"auto"`` when disabled (#5597: before that, enabling Qdrant
-    did nothing). After commit, clients of other connections are closed.
+    did nothing). After commit, clients of other connections are closed. ``actor`` is who asked
+    (the audit log).
     """
     changes = dict(changes)
     if "apiKey" in changes:
         changes["apiKey"] = (changes["apiKey"] or "").strip() or None
-    current = STORE.update(changes)
+    current = STORE.update(changes, actor=actor)
     if "enabled" in changes:
-        update_memory_settings({"vectorStore": "qdrant" if changes["enabled"] is True else "auto"})
+        update_memory_settings(
+            {"vectorStore": "qdrant" if changes["enabled"] is True else "auto"}, actor=actor
+        )
     return current
 
 

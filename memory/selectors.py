@@ -64,7 +64,7 @@ def memory_get(*, principal: Principal, memory_id: str | uuid.UUID) -> Memory:
 
 
 def tokens_used(qs: QuerySet[Memory]) -> int:
-    """Σ floor((len(content) + 3) / 4) per row, as the reference's SQL aggregate."""
+    """Σ floor((len(content) + 3) / 4) per row, as the original's SQL aggregate."""
     expr = (Length("content") + 3) / 4
     total = qs.aggregate(total=Sum(expr, output_field=IntegerField()))["total"]
     return int(total or 0)
@@ -85,7 +85,7 @@ def memory_list(
 
     ``offset`` wins over ``page``; the reported page is then
     ``offset // limit + 1``. ``stats.tokensUsed`` covers the owner filter only
-    (not type, session or q), as in the reference.
+    (not type, session or q), as in the original.
     """
     owner_ids = principal.owner_filter(api_key_id)
     base = visible_memories(principal=principal, owner_ids=owner_ids)

@@ -1,5 +1,5 @@
-"""The public JSON shapes: a memory (reference §7.0), the one output shape shared by every interface,
-and the error envelope of the API and the MCP HTTP transport.
+"""The public JSON shapes: a memory (camelCase fields, ISO dates), the one output shape of every
+interface, and the error envelope of the API and the MCP HTTP transport.
 
 The REST API, the MCP tools, summarisation's candidates and the Studio's export all answer
 :func:`memory_json`; ``memory.api.responses.MemorySerializer`` documents it for the OpenAPI schema

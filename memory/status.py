@@ -1,21 +1,37 @@
-"""What the engine can do right now, from real probes (reference §5.4, B24 fixed)."""
+"""What the engine can do right now, from real probes (FTS5 answers a MATCH, the vector store counts
+its rows), never assumed (the original always reported FTS5 as available).
+
+The engine's state (sources, stores, circuits) is the same for every caller; its counts are not: a
+caller bound to some API keys is shown the memories, FTS documents and vectors of those keys only,
+never the totals of the others (:func:`engine_status` ``owner_ids``)."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import uuid
+from collections.abc import Collection
 
+from django.apps import apps
 from django.db import connection
 
 from memory.conf import MemorySettings, get_memory_settings
-from memory.models import Memory, VectorMeta
+from memory.embeddings.catalog import EMBEDDERS
+from memory.embeddings.remote import RemoteSource
+from memory.embeddings.runtime import cache_stats, local_model_built, static_built
+from memory.models import VectorMeta
+from memory.retrieval.rerank import rerank_available
+from memory.services.indexing import VectorContext, index_signature, reindex_needed, vector_context
+from memory.services.integrity import FTS_TABLE, VEC_TABLE, index_counts
+from memory.services.qdrant import qdrant_status
+from memory.tasks.handoff import queue_status
 from memory.vectorstores import int8scan
-
-if TYPE_CHECKING:
-    # For annotations only: like engine_status, this module imports the indexing service where it runs.
-    from memory.services.indexing import VectorContext
+from memory.vectorstores.registry import active_store
+from memory.visibility import owner_hex
 
 logger = logging.getLogger("memory.engine")
+
+# What a request does when its query cannot be embedded (memory.retrieval.engine).
+EMBEDDING_FALLBACK = "keyword search (FTS5)"
 
 
 def _fts_status() -> dict:
@@ -39,16 +55,19 @@ def _dimensions(ctx: VectorContext, meta: VectorMeta) -> int | None:
     return meta.active_dim if built_for_source else None
 
 
-def engine_status() -> dict:
-    from memory.embeddings.runtime import cache_stats
-    from memory.services.indexing import index_signature, reindex_needed, vector_context
-
+def engine_status(*, owner_ids: Collection[uuid.UUID] | None = None) -> dict:
+    """The engine's state and counts; with ``owner_ids`` (a bound caller's) the counts (``memories``,
+    ``indexes``, ``vectorStore.rowCount`` and ``needsReindex``) are those of these owners' memories."""
     settings = get_memory_settings()
     ctx = vector_context(settings)
     meta = VectorMeta.load()
     index = index_signature(ctx)
-    memories = Memory.objects.count()
-    pending = reindex_needed(ctx, index)
+    counts = index_counts() if owner_ids is None else owner_index_counts(owner_ids)
+    memories = int(counts["memories"] or 0)
+    if owner_ids is None:
+        pending = reindex_needed(ctx, index)
+    else:
+        pending = memories if index.stale else int(counts["pending"] or 0)
     embedding = {
         "source": ctx.resolution.source,
         "model": ctx.resolution.model,
@@ -59,6 +78,7 @@ def engine_status() -> dict:
         "available": ctx.source is not None,
         "reason": ctx.resolution.reason,
         "cacheStats": cache_stats(),
+        **_embedding_circuit(ctx),
     }
     vector_store = {
         "backend": ctx.store_name,
@@ -76,14 +96,12 @@ def engine_status() -> dict:
     }
     if ctx.store is not None:
         try:
-            vector_store["rowCount"] = ctx.store.count()
+            vector_store["rowCount"] = ctx.store.count() if owner_ids is None else _owner_vectors(counts)
             vector_store["reason"] = f"{ctx.store_name} active, dim={meta.active_dim}"
         except Exception as exc:
             logger.warning("vector store stats failed: %s", exc)
             vector_store["reason"] = f"{ctx.store_name} active but stats failed"
     else:
-        from memory.vectorstores.registry import active_store
-
         vector_store["reason"] = active_store(settings).reason
     if index.stale:
         vector_store["reason"] = (
@@ -96,18 +114,70 @@ def engine_status() -> dict:
         "keyword": _fts_status(),
         "embedding": embedding,
         "vectorStore": vector_store,
-        "qdrant": _qdrant_status(),
+        "qdrant": _qdrant_status(settings, ctx),
         "rerank": _rerank_status(settings),
         "memories": memories,
+        # Memories against FTS documents and vectors (manage.py verify_indexes checks and repairs).
+        "indexes": counts,
+        # The background queue: whether it answers (writes never fail when it does not).
+        "queue": queue_status(),
     }
 
 
-def _qdrant_status() -> dict:
-    try:
-        from memory.services.qdrant import qdrant_status
-    except ImportError:
-        return {"enabled": False, "healthy": None, "latencyMs": None, "error": None}
-    return qdrant_status()
+def owner_index_counts(owner_ids: Collection[uuid.UUID]) -> dict[str, int | bool | None]:
+    """:func:`memory.services.integrity.index_counts` for these owners' memories only: theirs, their
+    FTS documents, their vectors in sqlite-vec (None without a vector table) and those waiting for one.
+    Two queries, each through the owner index of ``memories``."""
+    owners = [owner_hex(owner) for owner in sorted(owner_ids, key=str)]
+    if not owners:
+        return {"memories": 0, "fts": 0, "vectors": None, "pending": 0, "consistent": True}
+    marks = ", ".join(["%s"] * len(owners))
+    theirs = f"SELECT seq FROM memories WHERE owner_id IN ({marks})"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*), coalesce(sum(needs_reindex), 0), "
+            f"(SELECT count(*) FROM {FTS_TABLE}_docsize WHERE id IN ({theirs})), "
+            "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = %s) "
+            f"FROM memories WHERE owner_id IN ({marks})",
+            [*owners, VEC_TABLE, *owners],
+        )
+        memories, pending, fts, has_vectors = (int(v) for v in cursor.fetchone())
+        vectors = None
+        if has_vectors:
+            cursor.execute(f"SELECT count(*) FROM {VEC_TABLE}_rowids WHERE rowid IN ({theirs})", owners)
+            vectors = int(cursor.fetchone()[0])
+    agree = fts == memories and (vectors is None or vectors + pending == memories)
+    return {"memories": memories, "fts": fts, "vectors": vectors, "pending": pending, "consistent": agree}
+
+
+def _owner_vectors(counts: dict[str, int | bool | None]) -> int:
+    """A bound caller's ``rowCount``: its vectors in sqlite-vec; where there is no vector table (Qdrant
+    alone holds them, and it counts only its whole collection), its memories not waiting for one."""
+    if counts["vectors"] is not None:
+        return int(counts["vectors"])
+    return int(counts["memories"] or 0) - int(counts["pending"] or 0)
+
+
+def _embedding_circuit(ctx: VectorContext) -> dict:
+    """``circuit``: the remote endpoint's breaker (``memory.breaker``; null for a local source, which
+    has none), and ``fallback``: what requests use instead while the last call failed or the circuit
+    is open (null when the source answers)."""
+    source = ctx.raw_source() if ctx.source is not None else None
+    if not isinstance(source, RemoteSource):
+        return {"circuit": None, "fallback": None}
+    circuit = source.breaker.snapshot()
+    failing = circuit["state"] != "closed" or circuit["failures"] > 0
+    return {"circuit": circuit, "fallback": EMBEDDING_FALLBACK if failing else None}
+
+
+def _qdrant_status(settings: MemorySettings, ctx: VectorContext) -> dict:
+    """Qdrant's health (``memory.services.qdrant.qdrant_status``) and, when it is enabled, ``fallback``:
+    the store searches use instead while Qdrant is selected but not usable (null when it is used)."""
+    status = qdrant_status()
+    if status.get("enabled"):
+        passed_over = settings.vectorStore == "qdrant" and ctx.store_name != "qdrant"
+        status["fallback"] = ctx.store_name if passed_over else None
+    return status
 
 
 def _rerank_status(settings: MemorySettings) -> dict:
@@ -118,8 +188,6 @@ def _rerank_status(settings: MemorySettings) -> dict:
     elif not ref:
         reason, available = "rerank enabled but provider not configured", False
     else:
-        from memory.retrieval.rerank import rerank_available
-
         available, reason = rerank_available(settings)
     return {
         "enabled": settings.rerankEnabled,
@@ -147,11 +215,6 @@ KNOWN_MODELS: dict[str, list[tuple[str, int | None]]] = {
 
 def embedding_providers() -> list[dict]:
     """Configured upstream providers with the embedding models we know of, plus local ones."""
-    from django.apps import apps
-
-    from memory.embeddings.catalog import EMBEDDERS
-    from memory.embeddings.runtime import local_model_built, static_built
-
     providers = []
     try:
         Provider = apps.get_model("gateway", "UpstreamProvider")

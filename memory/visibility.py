@@ -28,6 +28,7 @@ from django.utils import timezone
 from memory.models import Memory
 
 if TYPE_CHECKING:
+    # qdrant-client is imported by qdrant_filter, where it runs (see there)
     from qdrant_client import models as qdrant_models
 
 
@@ -131,7 +132,7 @@ class Visibility:
 
     def qdrant_filter(self) -> qdrant_models.Filter:
         """The same rule over the Qdrant payload (whole seconds; see the module docstring)."""
-        # qdrant-client is an optional dependency: only a Qdrant store asks for this.
+        # optional: qdrant-client (about a second to import) is imported only once a Qdrant store asks
         from qdrant_client import models
 
         must: list[Any] = []

@@ -57,6 +57,7 @@ _mcp_app = None
 def mcp_app():
     global _mcp_app
     if _mcp_app is None:
+        # heavy: the MCP SDK takes about a second to import; only a deployment that serves /mcp pays for it
         from memory.mcp.transport import McpHttpApp
 
         _mcp_app = McpHttpApp()

@@ -11,12 +11,14 @@ import os
 import secrets
 from pathlib import Path
 
-from omniroute.env import envbool, envchoice, envfloat, envint, envlist, envstr
+from omniroute.datadir import make_private
+from omniroute.env import envbool, envchoice, envfloat, envint, envlist, envstr, key_bytes, request_header
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DATA_DIR = Path(envstr("OMNIROUTE_DATA_DIR", str(BASE_DIR / "data"))).resolve()
-DATA_DIR.mkdir(parents=True, exist_ok=True)
+# Before anything opens a file: umask 0077, the data directory 0700 (omniroute/datadir.py).
+make_private(DATA_DIR)
 
 
 def _secret_key() -> str:
@@ -36,6 +38,26 @@ SECRET_KEY = _secret_key()
 DEBUG = envbool("OMNIROUTE_DEBUG", False)
 ALLOWED_HOSTS = envlist("OMNIROUTE_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = envlist("OMNIROUTE_CSRF_TRUSTED_ORIGINS", [])
+
+# Served over HTTPS (docs/deployment.md): secure cookies, the HTTPS redirect and HSTS follow from one
+# switch; behind a TLS proxy, OMNIROUTE_PROXY_SSL_HEADER names the header that says the request was HTTPS.
+https_served = envbool("OMNIROUTE_HTTPS", False)
+SECURE_PROXY_SSL_HEADER = request_header("OMNIROUTE_PROXY_SSL_HEADER", envstr("OMNIROUTE_PROXY_SSL_HEADER"))
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = https_served
+SECURE_SSL_REDIRECT = envbool("OMNIROUTE_SSL_REDIRECT", https_served)
+SECURE_HSTS_SECONDS = envint("OMNIROUTE_HSTS_SECONDS", 31_536_000 if https_served else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("OMNIROUTE_HSTS_INCLUDE_SUBDOMAINS", https_served)
+SECURE_HSTS_PRELOAD = envbool("OMNIROUTE_HSTS_PRELOAD", False)
+# A load balancer's health probe may come over plain HTTP; /healthz returns no data.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# security.W001 looks for Django's SecurityMiddleware by name; ours is its async subclass
+# (omniroute.handlers.AsyncSecurityMiddleware), first in MIDDLEWARE and API_MIDDLEWARE, and
+# tests/hardening/test_deploy.py checks that its redirect and HSTS header are served.
+SILENCED_SYSTEM_CHECKS = ["security.W001"]
+
+# The master key of the secrets stored encrypted (memory/crypto.py): 32 bytes, base64 or hex. Unset:
+# a key generated into <data dir>/encryption.key at first use.
+MEMORY_ENCRYPTION_KEY = key_bytes("MEMORY_ENCRYPTION_KEY", envstr("MEMORY_ENCRYPTION_KEY"))
 
 INSTALLED_APPS = [
     "daphne",
@@ -67,6 +89,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A view that met a database locked past its deadline answers 503 with Retry-After, not 500.
+    "omniroute.db.middleware.DatabaseBusyMiddleware",
 ]
 # The OpenAI-compatible API (/v1/) is served by omniroute.handlers.ApiASGIHandler
 # with only these (natively async) middleware: bearer-key JSON clients need no
@@ -113,7 +137,7 @@ DATABASES = {
     }
 }
 SQLITE_MMAP_SIZE = envint("OMNIROUTE_SQLITE_MMAP_SIZE", 268435456, minimum=0)
-# Test seam (as in the reference): run without sqlite-vec.
+# Test seam (as in the original): run without sqlite-vec.
 VECTOR_STORE_DISABLE_VEC = envbool("VECTOR_STORE_DISABLE_VEC", False)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -149,6 +173,8 @@ MEMORY_BULK_MAX_ITEMS = envint("MEMORY_BULK_MAX_ITEMS", 10_000, minimum=1)
 MEMORY_ENABLED = envbool("MEMORY_ENABLED", False)
 MEMORY_MAX_TOKENS = envint("MEMORY_MAX_TOKENS", 2000, minimum=0, maximum=16000)
 MEMORY_RETENTION_DAYS = envint("MEMORY_RETENTION_DAYS", 30, minimum=1, maximum=365)
+# Audit events of destructive operations older than this are deleted by the nightly lifecycle task.
+MEMORY_AUDIT_RETENTION_DAYS = envint("MEMORY_AUDIT_RETENTION_DAYS", 365, minimum=1, maximum=3650)
 MEMORY_STRATEGY = envchoice("MEMORY_STRATEGY", "hybrid", ("recent", "keyword", "semantic", "hybrid"))
 MEMORY_EMBEDDING_SOURCE = envchoice(
     "MEMORY_EMBEDDING_SOURCE", "auto", ("remote", "static", "transformers", "auto")
@@ -178,6 +204,13 @@ MEMORY_TRANSFORMERS_MODEL = envchoice(
 )
 MEMORY_ALLOW_PRIVATE_URLS = envbool("MEMORY_ALLOW_PRIVATE_URLS", False)
 MEMORY_RERANK_TIMEOUT_SECONDS = envint("MEMORY_RERANK_TIMEOUT_SECONDS", 5, minimum=1)
+# Per request to a remote embedding endpoint (memory.embeddings.remote); a chat waits at most this
+# long for its query vector before it falls back to keyword search.
+MEMORY_EMBEDDING_TIMEOUT_SECONDS = envfloat("MEMORY_EMBEDDING_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+# The circuit breakers of the remote dependencies (memory.breaker): open after this many failures in a
+# row, then one trial after the cool-down.
+MEMORY_BREAKER_FAILURES = envint("MEMORY_BREAKER_FAILURES", 3, minimum=1, maximum=1000)
+MEMORY_BREAKER_COOLDOWN_SECONDS = envfloat("MEMORY_BREAKER_COOLDOWN_SECONDS", 30.0, minimum=0)
 MEMORY_MODELS_DIR = Path(envstr("MEMORY_MODELS_DIR", str(DATA_DIR / "models")))
 MEMORY_SETTINGS_CACHE_SECONDS = envint("MEMORY_SETTINGS_CACHE_SECONDS", 2, minimum=0)
 # Internal tuning (candidate counts, batch and chunk sizes, algorithm thresholds) is not configured
@@ -231,6 +264,27 @@ else:
         "consumer": HUEY_CONSUMER,
     }
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# Django's cache: where the auth throttle (memory.services.throttle) keeps its counts. Local memory (one
+# process) by default; with REDIS_URL, Redis, so that every process counts the same failures.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Throttling of authentication failures (memory.services.throttle): API tokens, gateway keys, MCP
+# tokens and Studio sign-ins. A client address, or a credential (a secret's first 12 characters; a
+# sign-in's username), that fails this many times within the window is locked out for the lockout
+# time, doubled for each lockout before it, up to the cap; every attempt meanwhile answers 429.
+OMNIROUTE_AUTH_FAILURE_WINDOW_SECONDS = envint("OMNIROUTE_AUTH_FAILURE_WINDOW_SECONDS", 300, minimum=1)
+OMNIROUTE_AUTH_FAILURES_PER_IP = envint("OMNIROUTE_AUTH_FAILURES_PER_IP", 20, minimum=1)
+OMNIROUTE_AUTH_FAILURES_PER_CREDENTIAL = envint("OMNIROUTE_AUTH_FAILURES_PER_CREDENTIAL", 10, minimum=1)
+OMNIROUTE_LOGIN_FAILURES_PER_USER = envint("OMNIROUTE_LOGIN_FAILURES_PER_USER", 5, minimum=1)
+OMNIROUTE_AUTH_LOCKOUT_SECONDS = envint("OMNIROUTE_AUTH_LOCKOUT_SECONDS", 60, minimum=1)
+OMNIROUTE_AUTH_LOCKOUT_MAX_SECONDS = envint("OMNIROUTE_AUTH_LOCKOUT_MAX_SECONDS", 3600, minimum=1)
+# How many reverse proxies in front append to X-Forwarded-For; 0 (the default): the client address is
+# REMOTE_ADDR and X-Forwarded-For, which any client can write, is ignored.
+OMNIROUTE_TRUSTED_PROXY_COUNT = envint("OMNIROUTE_TRUSTED_PROXY_COUNT", 0, minimum=0, maximum=10)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

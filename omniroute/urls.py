@@ -1,8 +1,16 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.defaults import page_not_found, server_error
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from dashboard.login import ThrottledLoginForm, studio_login
+from memory.api.errors import json_error
+
+# The Studio signs in on the admin's login page (LOGIN_URL); failed sign-ins are throttled there.
+admin.site.login_form = ThrottledLoginForm
+
 urlpatterns = [
+    path("admin/login/", studio_login, name="studio-login"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
@@ -20,20 +28,12 @@ def _wants_json(request) -> bool:
 
 
 def handler404(request, exception=None):
-    from django.views.defaults import page_not_found
-
-    from memory.api.errors import json_error
-
     if _wants_json(request):
         return json_error(f"No route for {request.path}", status_code=404)
     return page_not_found(request, exception)
 
 
 def handler500(request):
-    from django.views.defaults import server_error
-
-    from memory.api.errors import json_error
-
     if _wants_json(request):
         return json_error("Internal server error", status_code=500)
     return server_error(request)

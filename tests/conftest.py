@@ -80,13 +80,17 @@ def _per_test_process_state():
     """Process-wide state does not leak between tests: the FTS document-frequency cache starts empty, a
     read that meets a stale vector index asks for its repair again, the int8 kernel is checked anew (a
     test may give it a wrong kernel), and access counters gathered by a test are written when it ends
-    (not by a later test, nor at exit)."""
+    (not by a later test, nor at exit); the auth throttle's counts start empty (tests/settings.py gives
+    the suite a cache of its own)."""
+    from django.core.cache import cache
+
     from memory.retrieval.fts import DOC_FREQUENCIES
     from memory.services.indexing import forget_repair_requests
     from memory.services.usage import flush_accesses
     from memory.vectorstores.int8scan import reset_kernel_checks
 
     DOC_FREQUENCIES.clear()
+    cache.clear()
     forget_repair_requests()
     reset_kernel_checks()
     yield

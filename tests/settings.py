@@ -6,6 +6,9 @@ from omniroute.settings import HUEY
 # Explicit, never derived from DEBUG: tasks run at enqueue time in tests.
 HUEY = {**HUEY, "immediate": True}
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# The auth throttle's counts (memory.services.throttle) stay in this process, and tests/conftest.py
+# empties them before each test: a test's failed logins never lock out the next one.
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 MEMORY_SETTINGS_CACHE_SECONDS = 0
 # Access counters are written at once, on the caller's connection: nothing is left for a background
 # thread to write after a test (or after the test database is gone). tests/memory/services/test_access.py

@@ -27,7 +27,7 @@ from memory.models import MemoryType
 from memory.principals import Principal
 
 PAGE = "dashboard/memory.html"
-TABS = (("memories", "Memories"), ("sandbox", "Sandbox"), ("engine", "Engine"))
+TABS = (("memories", "Memories"), ("sandbox", "Sandbox"), ("engine", "Engine"), ("audit", "Audit"))
 TYPE_HELP = {
     "factual": "Facts and preferences about the user",
     "episodic": "Events and experiences",

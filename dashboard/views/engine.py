@@ -30,6 +30,7 @@ from memory.embeddings.runtime import local_model_built, resolve
 from memory.qdrant_conf import get_qdrant_settings, update_qdrant_settings
 from memory.retrieval import cross_encoder
 from memory.retrieval.rerank import LOCAL_RERANK, RERANK_DEPTH
+from memory.services.audit import Actor, user_actor
 from memory.services.indexing import reindex_start
 from memory.services.qdrant import qdrant_check, qdrant_cleanup, qdrant_search
 from memory.status import embedding_providers, engine_status
@@ -77,18 +78,7 @@ def status_rows(status: dict) -> list[dict]:
             if keyword.get("available")
             else keyword.get("reason", "unavailable"),
         },
-        {
-            "name": "Embedding",
-            "state": "ok" if embedding.get("available") else "unknown",
-            "text": (
-                f"{embedding.get('source')} · {embedding.get('model')}"
-                + (f" · {embedding['dimensions']}d" if embedding.get("dimensions") else "")
-                if embedding.get("available")
-                else embedding.get("reason") or "No embedding source"
-            ),
-            "hint": embedding.get("reason") if embedding.get("available") else None,
-            "configure": None if embedding.get("available") else "embedding-card",
-        },
+        _embedding_row(embedding),
     ]
     backend = store.get("backend") or "none"
     pending = store.get("needsReindex") or 0
@@ -129,8 +119,19 @@ def status_rows(status: dict) -> list[dict]:
                 "hint": int8.get("reason"),
             }
         )
+    circuit = qdrant.get("circuit") or {}
     if not qdrant.get("enabled"):
         rows.append({"name": "Qdrant", "state": "unknown", "text": "Disabled", "configure": "qdrant-card"})
+    elif circuit.get("state") in ("open", "half_open"):
+        rows.append(
+            {
+                "name": "Qdrant",
+                "state": "error",
+                "text": f"Circuit open: {circuit.get('lastFailure') or 'failing'}",
+                "hint": _fallback_hint(qdrant.get("fallback"), circuit),
+                "configure": "qdrant-card",
+            }
+        )
     elif qdrant.get("healthy"):
         rows.append({"name": "Qdrant", "state": "ok", "text": f"Healthy ({qdrant.get('latencyMs')}ms)"})
     else:
@@ -139,6 +140,7 @@ def status_rows(status: dict) -> list[dict]:
                 "name": "Qdrant",
                 "state": "error",
                 "text": qdrant.get("error") or "Unhealthy",
+                "hint": f"Searches use {qdrant['fallback']}." if qdrant.get("fallback") else None,
                 "configure": "qdrant-card",
             }
         )
@@ -153,7 +155,66 @@ def status_rows(status: dict) -> list[dict]:
                 "configure": None if rerank.get("available") else "rerank-card",
             }
         )
+    queue = status.get("queue")
+    if queue:
+        rows.append(_queue_row(queue))
     return rows
+
+
+def _queue_row(queue: dict) -> dict:
+    """The background queue: down (writes are kept, their indexing waits), recovering, or fine."""
+    name = f"Task queue ({queue.get('backend')})"
+    if not queue.get("reachable"):
+        return {"name": name, "state": "error", "text": "Down: " + (queue.get("reason") or "no answer")}
+    pending = queue.get("pending") or 0
+    text = f"{pending} task{'' if pending == 1 else 's'} waiting" if not queue.get("immediate") else "Inline"
+    failed = queue.get("failedHandoffs") or 0
+    return {
+        "name": name,
+        "state": "warn" if failed else "ok",
+        "text": text,
+        "warning": f"{failed} hand-offs failed: {queue.get('lastError')}" if failed else None,
+    }
+
+
+def _embedding_row(embedding: dict) -> dict:
+    """The Embedding row: the source, and a remote source's circuit when its calls fail."""
+    if not embedding.get("available"):
+        return {
+            "name": "Embedding",
+            "state": "unknown",
+            "text": embedding.get("reason") or "No embedding source",
+            "configure": "embedding-card",
+        }
+    text = f"{embedding.get('source')} · {embedding.get('model')}" + (
+        f" · {embedding['dimensions']}d" if embedding.get("dimensions") else ""
+    )
+    circuit = embedding.get("circuit") or {}
+    if circuit.get("state") in ("open", "half_open"):
+        return {
+            "name": "Embedding",
+            "state": "error",
+            "text": f"{text} · circuit open: {circuit.get('lastFailure') or 'failing'}",
+            "hint": _fallback_hint(embedding.get("fallback"), circuit),
+            "configure": "embedding-card",
+        }
+    if circuit.get("failures"):
+        return {
+            "name": "Embedding",
+            "state": "warn",
+            "text": f"{text} · last call failed at {circuit.get('lastFailureAt')}: {circuit.get('lastFailure')}",
+            "hint": f"That request used {embedding.get('fallback')}; the circuit opens after "
+            f"{circuit.get('threshold')} failures in a row ({circuit.get('failures')} so far).",
+        }
+    return {"name": "Embedding", "state": "ok", "text": text, "hint": embedding.get("reason")}
+
+
+def _fallback_hint(fallback: str | None, circuit: dict) -> str:
+    """What an open circuit means for searches, in a sentence."""
+    uses = f"Searches use {fallback}" if fallback else "Calls are refused"
+    since = f"{circuit.get('failures')} failures in a row, since {circuit.get('openedAt')}"
+    retry = f"; next try at {circuit['retryAt']}" if circuit.get("retryAt") else "; a trial is running"
+    return f"{uses} ({since}){retry}."
 
 
 # ---------------------------------------------------------------- the tab
@@ -224,7 +285,7 @@ def engine_settings(request):
     form = EngineSettingsForm(request.POST)
     error = None
     if form.is_valid():
-        update_memory_settings(form.changes)
+        update_memory_settings(form.changes, actor=user_actor(request.user, via="studio"))
     else:
         error = " ".join(form.non_field_errors())
     response = form_reply(
@@ -276,7 +337,7 @@ def _qdrant_test() -> dict:
 
 
 def _qdrant_changes(post) -> dict:
-    """The fields a Qdrant save sends (the reference sends them all with every save)."""
+    """The fields a Qdrant save sends (the original sends them all with every save)."""
     changes = {name: post.get(name, "").strip() for name in QDRANT_FIELDS if name in post}
     if "port" in changes:
         try:
@@ -288,12 +349,12 @@ def _qdrant_changes(post) -> dict:
     return changes
 
 
-def _qdrant_save(changes: dict) -> dict:
+def _qdrant_save(changes: dict, *, actor: Actor) -> dict:
     """Validate ``changes`` with the API's serializer and store them; the errors by field, if any."""
     serializer = QdrantSettingsSerializer(data=changes)
     if not serializer.is_valid():
         return {name: [str(m) for m in messages] for name, messages in serializer.errors.items()}
-    update_qdrant_settings(dict(serializer.validated_data))
+    update_qdrant_settings(dict(serializer.validated_data), actor=actor)
     return {}
 
 
@@ -340,7 +401,7 @@ def engine_qdrant(request):
         changes["enabled"] = request.POST.get("enabled") == "true"
     elif action == "remove-key":
         changes = {"apiKey": ""}
-    errors = _qdrant_save(changes)
+    errors = _qdrant_save(changes, actor=user_actor(request.user, via="studio"))
     return form_reply(
         request,
         back=page_url(scope, "engine"),

@@ -29,6 +29,7 @@ from memory.bounds import MAX_POSITION
 from memory.embeddings.runtime import cache_stats
 from memory.exceptions import Conflict, DomainError, NotFound
 from memory.models import MemoryType
+from memory.services.audit import user_actor
 from memory.services.health import run_health_check
 from memory.services.memories import (
     MemoryInput,
@@ -253,7 +254,7 @@ def memory_delete_view(request, memory_id):
             "dashboard/confirm_delete.html",
             {"scope": scope, "m": memory, "back": page_url(scope, "memories")},
         )
-    memory_delete(memory)
+    memory_delete(memory, actor=user_actor(request.user, via="studio"))
     return form_reply(request, back=page_url(scope, "memories"), region=None, events=changed_events())
 
 
@@ -294,7 +295,9 @@ def memory_compact(request):
         days, confirm = form.cleaned_data["days"], form.cleaned_data["confirm"]
         try:
             owner = write_owner(request, scope)
-            result = summarize_older_than(owner=owner, days=days, dry_run=not confirm)
+            result = summarize_older_than(
+                owner=owner, days=days, dry_run=not confirm, actor=user_actor(request.user, via="studio")
+            )
         except DomainError as exc:
             context["compact_error"] = exc.message
         else:

@@ -10,6 +10,7 @@ from dashboard.forms import SettingsForm
 from dashboard.owners import owner_scope
 from dashboard.views.base import can_change_settings, studio_view
 from memory.conf import get_memory_settings, update_memory_settings
+from memory.services.audit import user_actor
 
 SETTINGS_PAGE = "dashboard/settings.html"
 SETTINGS_STRATEGIES = (
@@ -34,7 +35,9 @@ def settings_page(request):
             raise PermissionDenied("Only administrators can change the memory settings.")
         form = SettingsForm(request.POST)
         if form.is_valid():
-            current = update_memory_settings(dict(form.validated))
+            current = update_memory_settings(
+                dict(form.validated), actor=user_actor(request.user, via="studio")
+            )
             saved = True
             form = SettingsForm(initial=current.as_dict())
     else:

@@ -7,6 +7,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.owners import owner_scope
+from dashboard.views.audit import audit_context
 from dashboard.views.base import (
     PAGE,
     TABS,
@@ -21,8 +22,14 @@ from dashboard.views.engine import engine_context, status_context
 from dashboard.views.memories import memories_context, render_list
 from dashboard.views.sandbox import sandbox_context
 from memory.conf import get_memory_settings, update_memory_settings
+from memory.services.audit import user_actor
 
-TAB_CONTEXTS = {"memories": memories_context, "sandbox": sandbox_context, "engine": engine_context}
+TAB_CONTEXTS = {
+    "memories": memories_context,
+    "sandbox": sandbox_context,
+    "engine": engine_context,
+    "audit": audit_context,
+}
 
 
 @studio_view
@@ -34,7 +41,7 @@ def index(request):
 @studio_view
 @require_GET
 def memory_page(request):
-    """The Studio. ``?tab=memories|sandbox|engine`` (unknown → memories), ``?owner=<id|all>``.
+    """The Studio. ``?tab=memories|sandbox|engine|audit`` (unknown → memories), ``?owner=<id|all>``.
 
     An htmx request names the region it swaps (``HX-Target``): the memory list, the sandbox results,
     the engine status or the whole tab panel; anything else gets the page.
@@ -62,7 +69,9 @@ def memory_enabled(request):
     """The "Memory enabled" switch: flips ``enabled`` (the same write as ``PUT /api/settings/memory``)."""
     scope = owner_scope(request)
     require_settings_admin(scope)
-    update_memory_settings({"enabled": not get_memory_settings().enabled})
+    update_memory_settings(
+        {"enabled": not get_memory_settings().enabled}, actor=user_actor(request.user, via="studio")
+    )
     return form_reply(
         request,
         back=request.POST.get("next") or page_url(scope, "memories"),

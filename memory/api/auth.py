@@ -1,7 +1,8 @@
 """Authentication of the REST API: management tokens or a staff session.
 
 DRF's side only: the checks are :mod:`memory.services.auth`'s; these classes read the request, call
-them and turn their errors into DRF's (so a 401 carries ``WWW-Authenticate``).
+them and turn their errors into DRF's (so a 401 carries ``WWW-Authenticate``, and a 429 from the
+failure throttle ``Retry-After``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from memory.services.auth import (
     principal_for_staff,
     require_scope,
 )
+from memory.services.throttle import Throttled, request_ip
 
 if TYPE_CHECKING:
     # For annotations only: DRF imports this module while rest_framework.views is being imported.
@@ -45,6 +47,15 @@ class TokenUser:
         return self.username
 
 
+class FailuresThrottled(exceptions.Throttled):
+    """DRF's 429 (``wait`` becomes ``Retry-After`` in ``memory.api.errors``) with the throttle's message
+    as it is: DRF's own would append a second "expected available in" to one that says it already."""
+
+    def __init__(self, message: str, *, wait: int) -> None:
+        exceptions.APIException.__init__(self, message)
+        self.wait = wait
+
+
 class ManagementTokenAuthentication(authentication.BaseAuthentication):
     """``Authorization: Bearer <token>``; no bearer value leaves the request to the next class."""
 
@@ -53,9 +64,11 @@ class ManagementTokenAuthentication(authentication.BaseAuthentication):
         if secret is None:
             return None
         try:
-            token, principal = authenticate_token(secret)
+            token, principal = authenticate_token(secret, client_ip=request_ip(request.META))
         except Unauthenticated as exc:
             raise exceptions.AuthenticationFailed(exc.message) from None
+        except Throttled as exc:
+            raise FailuresThrottled(exc.message, wait=exc.retry_after) from None
         except PermissionDenied as exc:
             raise exceptions.PermissionDenied(exc.message) from None
         return TokenUser(token), principal

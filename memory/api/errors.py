@@ -8,13 +8,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404, JsonResponse
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, JsonResponse, UnreadablePostError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from memory.api.parsers import PayloadTooLarge
 from memory.exceptions import DomainError
 from memory.shapes import error_envelope as envelope
+from omniroute.db.locking import BUSY_MESSAGE, RETRY_AFTER_SECONDS, is_lock_error
 
 logger = logging.getLogger("memory.api")
 
@@ -39,6 +43,13 @@ def flatten_details(detail: object, prefix: str = "") -> list[dict[str, str]]:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
+    if is_lock_error(exc):
+        # Another write held SQLite's lock past this one's deadline: transient, so 503 and when to retry.
+        return Response(
+            envelope(BUSY_MESSAGE, status_code=503, type_="service_unavailable_error"),
+            status=503,
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
     if isinstance(exc, DomainError):
         return Response(
             envelope(exc.message, status_code=exc.status, type_=exc.type, details=exc.details),
@@ -46,6 +57,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
+    elif isinstance(exc, RequestDataTooBig):
+        # Django's request.body, which DRF's JSON parsing reads, measures the body against
+        # DATA_UPLOAD_MAX_MEMORY_SIZE (= OMNIROUTE_MAX_BODY_BYTES) before any parser sees it.
+        exc = PayloadTooLarge(f"Request body exceeds {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes")
+    elif isinstance(exc, UnreadablePostError):
+        exc = exceptions.ParseError("The request body could not be read to its end")
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
     if isinstance(exc, exceptions.ValidationError):

@@ -43,6 +43,8 @@ ERROR_DESCRIPTIONS = {
     404: "Not found (an API key or memory the caller cannot reach looks the same).",
     409: "Another memory of this API key already uses the key.",
     413: "The body is larger than OMNIROUTE_MAX_BODY_BYTES.",
+    429: "Too many failed authentications from this address or with this token: retry after Retry-After.",
+    503: "The database stayed locked by other writes past this request's deadline: retry after Retry-After.",
 }
 
 
@@ -255,6 +257,20 @@ class CacheStatsSerializer(CacheCountsSerializer):
     size = serializers.IntegerField()
 
 
+class CircuitStatusSerializer(serializers.Serializer):
+    """A remote dependency's circuit breaker (``memory.breaker.CircuitBreaker.snapshot``)."""
+
+    state = serializers.ChoiceField(choices=["closed", "open", "half_open"])
+    failures = serializers.IntegerField(help_text="Failed calls in a row.")
+    threshold = serializers.IntegerField(help_text="Failures in a row that open the circuit.")
+    cooldownSeconds = serializers.FloatField()
+    lastFailure = serializers.CharField(allow_null=True)
+    lastFailureAt = serializers.DateTimeField(allow_null=True)
+    lastSuccessAt = serializers.DateTimeField(allow_null=True)
+    openedAt = serializers.DateTimeField(allow_null=True)
+    retryAt = serializers.DateTimeField(allow_null=True, help_text="While open: the next trial.")
+
+
 class EmbeddingStatusSerializer(serializers.Serializer):
     source = serializers.CharField(allow_null=True)  # type: ignore[assignment]  # see MemoryListResponseSerializer
     model = serializers.CharField(allow_null=True)
@@ -263,6 +279,12 @@ class EmbeddingStatusSerializer(serializers.Serializer):
     available = serializers.BooleanField()
     reason = serializers.CharField(allow_null=True)
     cacheStats = CacheStatsSerializer()
+    circuit = CircuitStatusSerializer(
+        allow_null=True, help_text="A remote source's breaker; null for a local one."
+    )
+    fallback = serializers.CharField(
+        allow_null=True, help_text="What requests use while the source fails (null while it answers)."
+    )
 
 
 class Int8ScanStatusSerializer(serializers.Serializer):
@@ -291,6 +313,10 @@ class QdrantStatusSerializer(serializers.Serializer):
     healthy = serializers.BooleanField(allow_null=True)
     latencyMs = serializers.FloatField(allow_null=True)
     error = serializers.CharField(allow_null=True)
+    circuit = CircuitStatusSerializer(required=False, allow_null=True, help_text="When enabled.")
+    fallback = serializers.CharField(
+        required=False, allow_null=True, help_text="When enabled: the store searched instead of Qdrant."
+    )
 
 
 class RerankStatusSerializer(serializers.Serializer):
@@ -301,6 +327,28 @@ class RerankStatusSerializer(serializers.Serializer):
     reason = serializers.CharField()
 
 
+class IndexCountsSerializer(serializers.Serializer):
+    memories = serializers.IntegerField()
+    fts = serializers.IntegerField(help_text="FTS5 documents")
+    vectors = serializers.IntegerField(allow_null=True, help_text="sqlite-vec vectors; null: no vector table")
+    pending = serializers.IntegerField(help_text="memories waiting for their vector")
+    consistent = serializers.BooleanField(help_text="fts = memories and vectors + pending = memories")
+
+
+class QueueStatusSerializer(serializers.Serializer):
+    backend = serializers.CharField(help_text="redis or sqlite")
+    immediate = serializers.BooleanField(help_text="tasks run inline at enqueue (HUEY_IMMEDIATE)")
+    reachable = serializers.BooleanField(help_text="the queue answered this probe")
+    pending = serializers.IntegerField(
+        allow_null=True, help_text="tasks waiting in the queue; null: unreachable"
+    )
+    failedHandoffs = serializers.IntegerField(
+        help_text="enqueues that failed in this process since the last one that worked"
+    )
+    lastError = serializers.CharField(allow_null=True)
+    reason = serializers.CharField()
+
+
 class EngineStatusSerializer(serializers.Serializer):
     keyword = KeywordStatusSerializer()
     embedding = EmbeddingStatusSerializer()
@@ -308,6 +356,8 @@ class EngineStatusSerializer(serializers.Serializer):
     qdrant = QdrantStatusSerializer()
     rerank = RerankStatusSerializer()
     memories = serializers.IntegerField()
+    indexes = IndexCountsSerializer(help_text="manage.py verify_indexes checks and repairs in full")
+    queue = QueueStatusSerializer(help_text="the background task queue (Huey)")
 
 
 class EmbeddingModelSerializer(serializers.Serializer):
@@ -325,3 +375,35 @@ class EmbeddingProviderSerializer(serializers.Serializer):
 
 class EmbeddingProvidersSerializer(serializers.Serializer):
     providers = EmbeddingProviderSerializer(many=True)
+
+
+# -- the audit log ------------------------------------------------------------------------------------
+
+
+class AuditActorSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="token, user, apikey, command or system")
+    id = serializers.CharField(allow_blank=True)
+    name = serializers.CharField(allow_blank=True)
+    via = serializers.CharField(help_text="rest, mcp, studio, admin, command or task")
+
+
+class AuditEventSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    at = serializers.DateTimeField()
+    action = serializers.CharField(
+        help_text="memory.delete, memory.clear, memory.bulk_delete, memory.summarize, …"
+    )
+    actor = AuditActorSerializer()
+    apiKeyId = serializers.UUIDField(
+        allow_null=True, help_text="The owner; null for a global change (settings)."
+    )
+    count = serializers.IntegerField(help_text="Rows (or settings) the operation changed.")
+    details = serializers.DictField(help_text="What the operation was given and did.")
+
+
+class AuditListResponseSerializer(serializers.Serializer):
+    # The JSON key shadows Serializer.data only for the stubs (see MemoryListResponseSerializer).
+    data = AuditEventSerializer(many=True)  # type: ignore[assignment]
+    total = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()

@@ -64,6 +64,7 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+@extend_schema_field({"type": "object", "additionalProperties": {}})
 class JSONObjectField(serializers.JSONField):
     def to_internal_value(self, data: object) -> dict[str, Any]:
         if not isinstance(data, dict):
@@ -71,6 +72,30 @@ class JSONObjectField(serializers.JSONField):
         # JSONField refuses what does not serialise and gives a parsed value back as it came.
         super().to_internal_value(data)
         return data
+
+
+class StrictFloatField(serializers.FloatField):
+    """A JSON number: strings and booleans are refused rather than coerced (``"0.5"``, ``true``)."""
+
+    def to_internal_value(self, data: Any) -> float:
+        if isinstance(data, (bool, str)):
+            raise serializers.ValidationError("Must be a number.")
+        return super().to_internal_value(data)
+
+
+# What every ``apiKeyId`` takes: an API key's id, or "" (and, where allowed, null) for none.
+API_KEY_ID_SCHEMA = {"anyOf": [{"type": "string", "format": "uuid"}, {"type": "string", "maxLength": 0}]}
+
+
+@extend_schema_field(API_KEY_ID_SCHEMA)
+class ApiKeyIdField(StrictCharField):
+    """An API key's id, or "" for none. Any other text is refused later, by the owner lookup (400)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("allow_blank", True)
+        kwargs.setdefault("max_length", 64)
+        super().__init__(**kwargs)
 
 
 class StrictBooleanField(serializers.BooleanField):
@@ -105,17 +130,18 @@ class MemoryFieldsMixin(serializers.Serializer):
     key = StrictCharField(max_length=255, required=False, allow_blank=True, allow_null=True)
     metadata = JSONObjectField(required=False)
     expiresAt = serializers.DateTimeField(required=False, allow_null=True)
-    importance = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+    importance = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
 
 
 class MemoryCreateSerializer(StrictSerializer, MemoryFieldsMixin):
     content = ContentField()
     sessionId = StrictCharField(max_length=200, required=False, allow_blank=True, default="")
-    apiKeyId = StrictCharField(max_length=64, required=False, allow_blank=True, allow_null=True)
+    apiKeyId = ApiKeyIdField(allow_null=True)
 
 
 class MemoryUpdateSerializer(StrictSerializer, MemoryFieldsMixin):
     content = ContentField(required=False)
+    schema_extra = {"minProperties": 1}  # see validate()
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs:
@@ -163,7 +189,7 @@ class MemoryListQuerySerializer(serializers.Serializer):
     limit = BoundedIntegerField(required=False, min_value=1, max_value=200, default=50)
     offset = BoundedIntegerField(required=False, min_value=0, allow_null=True, default=None)
     q = serializers.CharField(required=False, allow_blank=True, max_length=1000)
-    apiKeyId = serializers.CharField(required=False, allow_blank=True, max_length=64)
+    apiKeyId = ApiKeyIdField()
     type = serializers.ChoiceField(choices=MemoryType.choices, required=False, allow_blank=True)
     sessionId = serializers.CharField(required=False, allow_blank=True, max_length=200)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from django.http import HttpRequest
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -13,10 +15,13 @@ from rest_framework.views import APIView
 from memory import conf, selectors
 from memory.api import responses as r
 from memory.api import serializers as s
+from memory.api.openapi import MemoryAutoSchema
+from memory.api.parsers import BodyRequest
 from memory.embeddings.runtime import cache_stats
 from memory.exceptions import PermissionDenied
 from memory.models import ApiKey, TokenScope
 from memory.principals import Principal
+from memory.services.audit import actor_for
 from memory.services.memories import (
     MemoryInput,
     changes_from_fields,
@@ -29,6 +34,18 @@ from memory.shapes import memory_json
 
 
 class MemoryAPIView(APIView):
+    schema = MemoryAutoSchema()
+
+    def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
+        # APIView's, with the request class that also reads a chunked body.
+        return BodyRequest(
+            request,
+            parsers=self.get_parsers(),
+            authenticators=self.get_authenticators(),
+            negotiator=self.get_content_negotiator(),
+            parser_context=self.get_parser_context(request),
+        )
+
     @property
     def principal(self) -> Principal:
         # HasScope has already refused a request without one; this says so to the type checker too.
@@ -81,7 +98,8 @@ class MemoryCollectionView(MemoryAPIView):
 
 
 def _cache_stats() -> dict[str, Any]:
-    """Embedding-cache statistics for ``stats`` (reference §7.2; real counters here, L17)."""
+    """Embedding-cache statistics for ``stats``: the shared cache's real counters (the original's were
+    always 0)."""
     stats = cache_stats()
     return {"hitRate": stats["hitRate"], "cacheStats": {"hits": stats["hits"], "misses": stats["misses"]}}
 
@@ -90,7 +108,7 @@ class MemoryBulkView(MemoryAPIView):
     @extend_schema(
         request=s.BulkSerializer,
         responses={200: r.MemoryBulkResultSerializer, **r.errors(400, 404, 413)},
-        summary="Create or upsert many memories in one transaction",
+        summary="Create or upsert many memories, committed in chunks of 500",
     )
     def post(self, request: Request) -> Response:
         envelope = s.BulkSerializer(data=request.data)
@@ -119,6 +137,7 @@ class MemoryBulkView(MemoryAPIView):
         return Response(memory_bulk_create(inputs))
 
 
+@extend_schema(parameters=[OpenApiParameter("memory_id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
 class MemoryDetailView(MemoryAPIView):
     @extend_schema(responses={200: r.MemoryReplySerializer, **r.errors(400, 404)}, operation_id="memory_get")
     def get(self, request: Request, memory_id: str) -> Response:
@@ -141,7 +160,7 @@ class MemoryDetailView(MemoryAPIView):
     @extend_schema(responses={200: r.SuccessSerializer, **r.errors(400, 404)})
     def delete(self, request: Request, memory_id: str) -> Response:
         memory = selectors.memory_get(principal=self.principal, memory_id=memory_id)
-        memory_delete(memory)
+        memory_delete(memory, actor=actor_for(self.principal, via="rest"))
         return Response({"success": True})
 
 
@@ -161,6 +180,10 @@ class MemorySettingsView(MemoryAPIView):
             raise PermissionDenied("Settings are global: a token bound to API keys cannot change them")
         body = s.MemorySettingsSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return Response(conf.update_memory_settings(dict(body.validated_data)).as_dict())
+        return Response(
+            conf.update_memory_settings(
+                dict(body.validated_data), actor=actor_for(self.principal, via="rest")
+            ).as_dict()
+        )
 
     patch = put

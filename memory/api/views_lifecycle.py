@@ -15,9 +15,10 @@ from rest_framework.response import Response
 
 from memory.api.errors import json_error
 from memory.api.responses import HealthReportSerializer, SummarizeResultSerializer, errors
-from memory.api.serializers import StrictBooleanField, StrictCharField, StrictIntegerField, StrictSerializer
+from memory.api.serializers import ApiKeyIdField, StrictBooleanField, StrictIntegerField, StrictSerializer
 from memory.api.views import MemoryAPIView
 from memory.models import ApiKey
+from memory.services.audit import actor_for
 from memory.services.health import run_health_check
 from memory.services.summarization import summarizable_owners, summarize_owners
 from memory.shapes import memory_json
@@ -27,7 +28,7 @@ logger = logging.getLogger("memory.api")
 
 class SummarizeSerializer(StrictSerializer):
     olderThanDays = StrictIntegerField(required=False, min_value=1, max_value=365, default=30)
-    apiKeyId = StrictCharField(required=False, allow_blank=True, allow_null=True, max_length=64)
+    apiKeyId = ApiKeyIdField(allow_null=True)
     dryRun = StrictBooleanField(required=False, default=False)
 
 
@@ -43,7 +44,12 @@ class SummarizeView(MemoryAPIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         owners = self._owners(data.get("apiKeyId") or None)
-        results = summarize_owners(owners=owners, days=data["olderThanDays"], dry_run=data["dryRun"])
+        results = summarize_owners(
+            owners=owners,
+            days=data["olderThanDays"],
+            dry_run=data["dryRun"],
+            actor=actor_for(self.principal, via="rest"),
+        )
         summary_ids = [r.summary_id for r in results if r.summary_id]
         return Response(
             {

@@ -1,8 +1,8 @@
-"""Qdrant settings and utility routes (reference §7.14–7.15).
+"""Qdrant settings and utility routes: ``/api/settings/qdrant``, its ``health``, ``search``, ``cleanup``.
 
-Differences from the reference, on purpose: search is scoped to the caller's
+Differences from the original, on purpose: search is scoped to the caller's
 owners (a bound token never sees another owner's points; a global caller may
-name one with ``apiKeyId``) and does not cap ``topK`` at 20 (B21); there is no Qdrant embedding-model
+name one with ``apiKeyId``) and does not cap ``topK`` at 20; there is no Qdrant embedding-model
 setting or list: points always use the memory embedding source
 (``GET /api/memory/embedding-providers`` lists its models).
 """
@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from memory import qdrant_conf
 from memory.api import responses as r
 from memory.api.serializers import (
+    ApiKeyIdField,
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
@@ -25,6 +26,7 @@ from memory.api.serializers import (
 from memory.api.views import MemoryAPIView
 from memory.exceptions import PermissionDenied
 from memory.models import TokenScope
+from memory.services.audit import actor_for
 from memory.services.qdrant import qdrant_check, qdrant_cleanup, qdrant_search
 
 
@@ -56,7 +58,7 @@ class QdrantSettingsSerializer(StrictSerializer):
 class QdrantSearchSerializer(StrictSerializer):
     query = StrictCharField(max_length=8000)
     topK = StrictIntegerField(required=False, min_value=1, max_value=50, default=5)
-    apiKeyId = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+    apiKeyId = ApiKeyIdField(allow_null=True)
 
 
 class QdrantCleanupSerializer(StrictSerializer):
@@ -80,7 +82,9 @@ class QdrantSettingsView(MemoryAPIView):
             raise PermissionDenied("Settings are global: a token bound to API keys cannot change them")
         body = QdrantSettingsSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        cfg = qdrant_conf.update_qdrant_settings(dict(body.validated_data))
+        cfg = qdrant_conf.update_qdrant_settings(
+            dict(body.validated_data), actor=actor_for(self.principal, via="rest")
+        )
         return Response(cfg.as_public_dict())
 
     patch = put

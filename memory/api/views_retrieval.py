@@ -8,17 +8,26 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memory.api import responses as r
-from memory.api.serializers import StrictBooleanField, StrictIntegerField, StrictSerializer
+from memory.api.serializers import (
+    ApiKeyIdField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from memory.api.views import MemoryAPIView
+from memory.exceptions import PermissionDenied
 from memory.retrieval.preview import retrieve_preview
+from memory.services.indexing import reindex_start
+from memory.status import embedding_providers, engine_status
 
 
 class PreviewSerializer(StrictSerializer):
-    query = serializers.CharField(max_length=8000, trim_whitespace=True)
+    query = StrictCharField(max_length=8000, trim_whitespace=True)
     strategy = serializers.ChoiceField(choices=["exact", "keyword", "semantic", "hybrid"], default="hybrid")
     maxTokens = StrictIntegerField(min_value=1, max_value=16000, default=2000)
     limit = StrictIntegerField(min_value=1, max_value=100, default=20)
-    apiKeyId = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+    apiKeyId = ApiKeyIdField(allow_null=True)
 
 
 class PreviewResolutionSerializer(serializers.Serializer):
@@ -97,10 +106,17 @@ class ReindexSerializer(StrictSerializer):
 class ReindexView(MemoryAPIView):
     required_scopes = {"POST": "admin"}
 
-    @extend_schema(request=ReindexSerializer, responses={200: r.ReindexStartedSerializer, **r.errors(400)})
+    @extend_schema(
+        request=ReindexSerializer,
+        responses={200: r.ReindexStartedSerializer, **r.errors(400)},
+        description="A global admin only: the vector index is shared by every API key, and a stale one "
+        "is rebuilt whole, so a token bound to API keys is refused (403).",
+    )
     def post(self, request: Request) -> Response:
-        from memory.services.indexing import reindex_start
-
+        if not self.principal.is_global:
+            raise PermissionDenied(
+                "A reindex rebuilds the vector index of every API key: a token bound to API keys cannot start one"
+            )
         body = ReindexSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         pending = reindex_start(force=body.validated_data["force"])
@@ -108,16 +124,15 @@ class ReindexView(MemoryAPIView):
 
 
 class EngineStatusView(MemoryAPIView):
-    @extend_schema(responses={200: r.EngineStatusSerializer, **r.errors()})
+    @extend_schema(
+        responses={200: r.EngineStatusSerializer, **r.errors()},
+        description="For a token bound to API keys, the counts are those of its keys' memories.",
+    )
     def get(self, request: Request) -> Response:
-        from memory.status import engine_status
-
-        return Response(engine_status())
+        return Response(engine_status(owner_ids=self.principal.owner_ids))
 
 
 class EmbeddingProvidersView(MemoryAPIView):
     @extend_schema(responses={200: r.EmbeddingProvidersSerializer, **r.errors()})
     def get(self, request: Request) -> Response:
-        from memory.status import embedding_providers
-
         return Response({"providers": embedding_providers()})

@@ -6,7 +6,7 @@ import abc
 
 import numpy as np
 
-# Failure reasons, as in the upstream ``EmbeddingError.reason`` (spec §8.1), plus ``blocked_url``
+# Failure reasons, the original's ``EmbeddingError.reason`` values, plus ``blocked_url``
 # for a request the outbound URL policy refused before anything was sent.
 REASON_NO_KEY = "no_key"
 REASON_MODEL_LOAD_FAILED = "model_load_failed"
@@ -102,7 +102,7 @@ class EmbeddingSource(abc.ABC):
     def signature(self) -> str:
         """``"<name>:<model>:<dim>"``; vectors with different signatures must never be compared.
 
-        An unknown dimension is written ``null``, as upstream does (spec §8.1).
+        An unknown dimension is written ``null``, as the original does (``"null:null:null"`` for no source).
         """
         dim = "null" if self.dim is None else str(self.dim)
         return f"{self.name}:{self.model}:{dim}"

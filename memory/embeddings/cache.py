@@ -14,7 +14,7 @@ from memory.embeddings.base import EmbeddingSource
 
 
 def cache_key(source: str | None, model: str | None, dim: int | None, text: str) -> str:
-    """``"<source>:<model>:<dim>:<sha256(text)>"``, with ``unknown``/``0`` for a missing model/dim (spec §8.3).
+    """``"<source>:<model>:<dim>:<sha256(text)>"``, with ``unknown``/``0`` for a missing model/dim.
 
     The text is hashed so keys stay small and the cache never holds raw memory text as keys.
     """
@@ -25,7 +25,7 @@ def cache_key(source: str | None, model: str | None, dim: int | None, text: str)
 class EmbeddingCache:
     """A thread-safe LRU cache with a time-to-live.
 
-    * ``get`` of a live entry refreshes its recency (true LRU; upstream's was FIFO, spec §13 B33).
+    * ``get`` of a live entry refreshes its recency (true LRU; the original's was FIFO).
     * An entry older than ``ttl_ms`` (by ``clock``, monotonic seconds) is dropped on read and
       counts as a miss. ``ttl_ms`` of 0 or ``None`` means entries never expire.
     * ``put`` beyond ``max_entries`` evicts the least recently used entry; ``max_entries`` of 0

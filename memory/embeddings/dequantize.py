@@ -29,6 +29,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx
+from onnx import numpy_helper
 
 QUANTIZED_SUFFIX = "_quantized"
 _BERT_PREFIX = "bert."
@@ -61,9 +63,6 @@ def dequantize_bert(path: Path) -> dict[str, np.ndarray]:
         DequantizeError: the file is not an ONNX graph, or a quantised tensor cannot be named or lacks
             its scale or zero point.
     """
-    import onnx
-    from onnx import numpy_helper
-
     try:
         model = onnx.load(str(path))
     except Exception as exc:

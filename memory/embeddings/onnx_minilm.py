@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from django.conf import settings
 
 from memory.embeddings.base import (
     REASON_MODEL_LOAD_FAILED,
@@ -92,6 +93,8 @@ class OnnxMiniLMSource(EmbeddingSource):
             if self._session is None:
                 model_file = MODEL_INT8_FILENAME if self.fast else MODEL_FILENAME
                 try:
+                    # heavy: onnxruntime and tokenizers load with the model, on first use (a process that
+                    # never embeds does not import them); a failure becomes an EmbeddingError below
                     import onnxruntime as ort
                     from tokenizers import Tokenizer
 
@@ -103,8 +106,8 @@ class OnnxMiniLMSource(EmbeddingSource):
                         str(self.model_dir / model_file), options, providers=["CPUExecutionProvider"]
                     )
                 except Exception as exc:
-                    # No path in the message (spec §8.1: messages are sanitised); the file name
-                    # and the builder's name are what an operator needs.
+                    # No path in the message (embedding errors never show paths or stack traces); the
+                    # file name and the builder's name are what an operator needs.
                     raise self.error(
                         f"Could not load {model_file} or {TOKENIZER_FILENAME} "
                         f"({type(exc).__name__}); run the build_embedding_models command",
@@ -147,6 +150,7 @@ class OnnxMiniLMSource(EmbeddingSource):
         if self._query is None:
             with self._lock:
                 if self._query is None:
+                    # heavy: onnxruntime loads on first use (see _load)
                     import onnxruntime as ort
 
                     options = ort.SessionOptions()
@@ -167,8 +171,6 @@ class OnnxMiniLMSource(EmbeddingSource):
     def _query_threads(self) -> int:
         if self.query_threads is not None:
             return self.query_threads
-        from django.conf import settings
-
         return settings.MEMORY_EMBED_QUERY_THREADS
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -224,6 +226,4 @@ class OnnxMiniLMSource(EmbeddingSource):
     def _workers(self) -> int:
         if self.parallel_batches is not None:
             return self.parallel_batches
-        from django.conf import settings
-
         return settings.MEMORY_EMBED_THREADS

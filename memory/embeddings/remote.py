@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import httpx
 import numpy as np
 
+from memory.breaker import CircuitBreaker
 from memory.embeddings.base import (
     REASON_BLOCKED_URL,
     REASON_NO_KEY,
@@ -20,9 +21,10 @@ from memory.embeddings.base import (
     EmbeddingSource,
     l2_normalize,
 )
-from memory.embeddings.urlpolicy import Resolver, UrlPolicyError, check_outbound_url
+from memory.urlpolicy import Resolver, UrlPolicyError, check_outbound_url
 
-_BODY_SNIPPET = 200
+# The endpoint's circuit is open: refused without a request (see ``RemoteSource.breaker``).
+REASON_CIRCUIT_OPEN = "circuit_open"
 
 
 class RemoteSource(EmbeddingSource):
@@ -32,12 +34,19 @@ class RemoteSource(EmbeddingSource):
     reads ``{"data": [{"embedding": [...], "index": i}, ...]}``, ordered by ``index``.
 
     ``dim`` may be given (a known model); otherwise it is probed from the first response and kept
-    (spec §13 B7: upstream never learnt the dimension of unknown models). Every later response
-    must match it.
+    (the original never learnt the dimension of unknown models, so it never vectorised with them). Every
+    later response must match it.
 
-    Before every request the URL passes ``urlpolicy.check_outbound_url`` (``allow_private`` for a
-    self-hosted server on the LAN). Redirects are not followed, so a redirect cannot lead past
-    the policy. Error messages name the host and the status, never the key.
+    Before every request the URL passes ``memory.urlpolicy.check_outbound_url`` (``allow_private``
+    for a self-hosted server on the LAN). Redirects are not followed, so a redirect cannot lead past
+    the policy. Error messages name the host and the status, never the key nor the body of the
+    answer (it may quote the request or the key back, and messages reach API responses).
+
+    Each request may take ``timeout`` seconds (connecting, and each read). ``breaker`` counts the
+    failed requests: after ``breaker_failures`` in a row every call fails at once with reason
+    ``circuit_open`` (the caller falls back) until, ``breaker_cooldown`` seconds later, a probe
+    request on a background thread succeeds. A refusal by the URL policy is not counted: nothing was
+    sent.
     """
 
     name = "remote"
@@ -49,12 +58,13 @@ class RemoteSource(EmbeddingSource):
         *,
         api_key: str | None = None,
         dim: int | None = None,
-        connect_timeout: float = 5.0,
-        read_timeout: float = 30.0,
+        timeout: float = 10.0,
         batch_size: int = 64,
         allow_private: bool = False,
         resolver: Resolver = socket.getaddrinfo,
         transport: httpx.BaseTransport | None = None,
+        breaker_failures: int = 3,
+        breaker_cooldown: float = 30.0,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.url = f"{self.base_url}/embeddings"
@@ -64,10 +74,18 @@ class RemoteSource(EmbeddingSource):
         self.allow_private = allow_private
         self._api_key = api_key or None
         self._resolver = resolver
-        self._timeout = httpx.Timeout(read_timeout, connect=connect_timeout)
+        self.timeout = float(timeout)
+        self._timeout = httpx.Timeout(self.timeout)
         self._transport = transport
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
+        self.breaker = CircuitBreaker(
+            f"remote embeddings at {urlsplit(self.url).hostname or 'the endpoint'}",
+            threshold=breaker_failures,
+            cooldown=breaker_cooldown,
+            probe=self._probe,
+            describe=_describe,
+        )
 
     def __repr__(self) -> str:
         # Never the key; the URL has no credentials (the policy rejects userinfo).
@@ -103,9 +121,26 @@ class RemoteSource(EmbeddingSource):
         if not texts:
             return np.zeros((0, self.dim or 0), dtype=np.float32)
         batches = [
-            self._request(list(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)
+            self._guarded(list(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)
         ]
         return l2_normalize(np.concatenate(batches, axis=0))
+
+    def _guarded(self, texts: list[str]) -> np.ndarray:
+        """One request through the breaker: refused at once while it is open, counted otherwise."""
+        if not self.breaker.allow():
+            raise self._error(self.breaker.refusal(), REASON_CIRCUIT_OPEN)
+        try:
+            matrix = self._request(texts)
+        except EmbeddingError as exc:
+            if exc.reason != REASON_BLOCKED_URL:
+                self.breaker.record_failure(exc.message)
+            raise
+        self.breaker.record_success()
+        return matrix
+
+    def _probe(self) -> None:
+        """The half-open trial: one short request, as a query would send it."""
+        self._request(["ping"])
 
     def _request(self, texts: list[str]) -> np.ndarray:
         try:
@@ -138,11 +173,7 @@ class RemoteSource(EmbeddingSource):
             reason = {401: REASON_NO_KEY, 403: REASON_NO_KEY, 429: REASON_RATE_LIMITED}.get(
                 status, REASON_REQUEST_FAILED
             )
-            snippet = response.text[:_BODY_SNIPPET].strip()
-            raise self._error(
-                f"Embedding provider {host} returned HTTP {status}" + (f": {snippet}" if snippet else ""),
-                reason,
-            )
+            raise self._error(f"Embedding provider {host} returned HTTP {status}", reason)
         try:
             payload = response.json()
         except ValueError:
@@ -188,3 +219,8 @@ class RemoteSource(EmbeddingSource):
             elif matrix.shape[1] != self.dim:
                 raise bad(f"{matrix.shape[1]}-dimensional vectors; expected {self.dim}")
         return matrix
+
+
+def _describe(exc: BaseException) -> str:
+    """A failed probe as the breaker keeps it: our sanitised message, else the exception's type."""
+    return exc.message if isinstance(exc, EmbeddingError) else type(exc).__name__

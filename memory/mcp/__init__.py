@@ -1,4 +1,4 @@
-"""The MCP tools over the memory services (reference §11), on the official ``mcp`` SDK.
+"""The MCP tools over the memory services (search, add, clear), on the official ``mcp`` SDK.
 
 * :mod:`memory.mcp.tools` — the three tools: their argument schemas and the
   handlers, which parse arguments, call memory's services and selectors and

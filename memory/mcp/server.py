@@ -20,6 +20,7 @@ from memory.exceptions import DomainError
 from memory.mcp.tools import register_tools
 from memory.principals import Principal
 from memory.services.auth import authenticate_token
+from omniroute.db.locking import BUSY_MESSAGE, DatabaseBusy
 
 SERVER_NAME = "omniroute-memory"
 INSTRUCTIONS = (
@@ -30,10 +31,11 @@ INSTRUCTIONS = (
 Authenticator = Callable[[Context], Awaitable[Principal]]
 
 
-def principal_for_secret(secret: str) -> Principal:
+def principal_for_secret(secret: str, client_ip: str = "") -> Principal:
     """The principal of a management token secret (see :func:`memory.services.auth.authenticate_token`:
-    raises ``Unauthenticated`` or, for a read/write token bound to no API key, ``PermissionDenied``)."""
-    return authenticate_token(secret)[1]
+    raises ``Unauthenticated``, ``Throttled`` while ``client_ip`` or the prefix is locked out after
+    failures, or, for a read/write token bound to no API key, ``PermissionDenied``)."""
+    return authenticate_token(secret, client_ip=client_ip)[1]
 
 
 async def _run(authenticate: Authenticator, ctx: Context, body: Callable[..., dict], **kwargs: Any) -> str:
@@ -41,7 +43,7 @@ async def _run(authenticate: Authenticator, ctx: Context, body: Callable[..., di
 
     Anticipated failures (authentication, scope, validation, unknown owner)
     become a ``ToolError``: the call answers ``isError: true`` with the text
-    ``Error executing tool <name>: <message>`` (the reference: ``Error: <message>``).
+    ``Error executing tool <name>: <message>`` (the original: ``Error: <message>``).
     The ORM is synchronous, so ``body`` runs through ``sync_to_async``.
     """
     try:
@@ -49,6 +51,8 @@ async def _run(authenticate: Authenticator, ctx: Context, body: Callable[..., di
         result = await sync_to_async(body, thread_sensitive=True)(principal, **kwargs)
     except DomainError as exc:
         raise ToolError(exc.message) from exc
+    except DatabaseBusy as exc:  # the write lock stayed taken past the deadline: the client may retry
+        raise ToolError(BUSY_MESSAGE) from exc
     return json.dumps(result, indent=2, default=str)
 
 

@@ -1,12 +1,12 @@
 """The three MCP tools: argument schemas (what the SDK validates and lists) and their handlers.
 
-The reference's argument schemas, with these fixes:
+The original's argument schemas, with these fixes:
 
 * ``omniroute_memory_search`` ranks with the configured strategy (the
   Studio's "recent" is ``exact``) through :func:`memory.selectors.memory_search`;
 * ``omniroute_memory_add`` accepts the full type set;
-* ``omniroute_memory_clear`` deletes every match, not only the 50 newest
-  (B12), reports what was really deleted, and has ``dryRun``.
+* ``omniroute_memory_clear`` deletes every match, not only the 50 newest,
+  reports what was really deleted, and has ``dryRun``.
 
 A call without ``apiKeyId`` uses the token's only owner, and is refused with a
 clear error when the token reaches several (or all) owners. ``limit`` and
@@ -31,6 +31,7 @@ from memory.exceptions import ValidationFailed
 from memory.models import ApiKey, TokenScope
 from memory.principals import Principal
 from memory.selectors import memory_search
+from memory.services.audit import actor_for
 from memory.services.auth import require_scope
 from memory.services.memories import MemoryInput, content_problem, memory_create
 from memory.services.retention import memory_clear
@@ -152,7 +153,13 @@ def clear_memories(
     require_scope(principal, TokenScope.WRITE)
     cutoff = parse_cutoff(older_than) if older_than else None
     owner = owner_for(principal, api_key_id)
-    result = memory_clear(owner=owner, type=type, created_before=cutoff, dry_run=dry_run)
+    result = memory_clear(
+        owner=owner,
+        type=type,
+        created_before=cutoff,
+        dry_run=dry_run,
+        actor=actor_for(principal, via="mcp"),
+    )
     count = result["matched"] if dry_run else result["deletedCount"]
     message = f"Would clear {count} memories (dry run)" if dry_run else f"Cleared {count} memories"
     return {

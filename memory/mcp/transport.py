@@ -36,6 +36,7 @@ from memory.exceptions import PermissionDenied
 from memory.mcp.server import build_server, principal_for_secret
 from memory.principals import Principal
 from memory.services.auth import Unauthenticated, bearer_secret
+from memory.services.throttle import Throttled, scope_ip
 
 # The API's one error envelope, so that a refused /mcp request reads like any other API error.
 from memory.shapes import error_envelope as envelope
@@ -151,9 +152,11 @@ class McpHttpApp:
         if secret is None:
             return _json(401, "Authentication required", {"WWW-Authenticate": 'Bearer realm="omniroute"'})
         try:
-            return await sync_to_async(principal_for_secret, thread_sensitive=True)(secret)
+            return await sync_to_async(principal_for_secret, thread_sensitive=True)(secret, scope_ip(scope))
         except Unauthenticated as exc:
             return _json(401, exc.message, {"WWW-Authenticate": 'Bearer realm="omniroute"'})
+        except Throttled as exc:
+            return _json(429, exc.message, {"Retry-After": str(exc.retry_after)})
         except PermissionDenied as exc:  # a read/write token bound to no API key
             return _json(403, exc.message)
 

@@ -1,9 +1,9 @@
-"""Learning from a chat exchange: extract facts from both sides and store them (SPEC §3, reference §2.4–2.5).
+"""Learning from a chat exchange: extract facts from both sides and store them under the caller's key.
 
 Runs in the Huey task :func:`memory.tasks.extraction.extract_from_exchange`, enqueued by the gateway
 after the response is complete; never on the request path.
 
-Differences from the reference, deliberate:
+Differences from the original, deliberate:
 
 * the owner must be an existing, unrevoked key (the original stored facts for any id it was given);
 * a fact found in both the user's message and the assistant's answer is stored once, from the user's
@@ -54,7 +54,7 @@ def assistant_text_from_response(data: Any) -> str:
 
 def _facts(user_text: str, assistant_text: str) -> list[Fact]:
     facts = extract_facts(user_text, source="user_message")
-    # An assistant saying "I prefer …" speaks of itself, not of the user (reference L1):
+    # An assistant saying "I prefer …" speaks of itself, not of the user:
     # operators can turn this source off; the metadata always says where a fact came from.
     if not get_memory_settings().extractFromAssistant:
         return facts
@@ -109,8 +109,8 @@ def extraction_run(*, owner_id: str, session_id: str, user_text: str, assistant_
         for fact in facts:
             session, metadata = session_id or "", fact.metadata(now)
             if fact.key in seen_before:
-                # Seen again (reference B10): the fact stays in the session it was learned in, and
-                # every session it was seen in is recorded.
+                # Seen again (the original's upsert moved the row into the newer session): the fact stays
+                # in the session it was learned in, and every session it was seen in is recorded.
                 session, known = seen_before[fact.key]
                 metadata["sessions"] = _sessions_seen(session, known, session_id or "")
             item = MemoryInput(

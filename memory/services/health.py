@@ -1,7 +1,7 @@
 """The memory health check: the real write → search → read → delete pipeline, on a private owner.
 
-The reference's check only wrote and listed a row, so it stayed green while
-vectorisation was broken (B8). Here each stage is timed and reported, the
+The original's check only wrote and listed a row, so it stayed green while
+vectorisation was broken. Here each stage is timed and reported, the
 vector stage runs whenever an embedding source and a vector store are
 configured (and turns the check red when they fail), and the probe memory
 is deleted whatever happens.

@@ -33,11 +33,15 @@ from memory.signals import reindex_progress
 from memory.vectorstores.base import VectorItem, VectorStore
 from memory.vectorstores.registry import active_store, database_choice
 from memory.visibility import owner_hex
+from omniroute.db.locking import DatabaseBusy, write_deadline
 
 logger = logging.getLogger("memory.indexing")
 
 # Memories per embed + write transaction (sources batch internally as they like).
 BATCH_SIZE = 256
+# How long a read that embeds pending memories waits for the write lock before leaving them to the
+# background indexing (seconds).
+LAZY_WRITE_DEADLINE_SECONDS = 0.05
 LOG_COMPACT_AFTER = 20_000
 
 
@@ -234,7 +238,42 @@ def index_memories(memories: Sequence[Embeddable], ctx: VectorContext) -> int:
         database=ctx.write_store,
         signature=ctx.live_source().signature,
         mark=lambda: _mark_indexed(memories),
+        current=lambda: _still_current(memories),
     )
+
+
+def _still_current(memories: Sequence[Embeddable]) -> set[int]:
+    """The memories whose row still exists and still holds the content that was embedded (read in the
+    caller's write transaction, so no delete or edit can slip in before its vector is written)."""
+    embedded = {m.seq: m.content for m in memories}
+    rows = Memory.objects.filter(seq__in=list(embedded)).values_list("seq", "content")
+    return {seq for seq, content in rows if embedded.get(seq) == content}
+
+
+def delete_orphan_vectors(store: VectorStore | None) -> int:
+    """Delete from sqlite-vec the vectors whose memory is gone (left by a delete that raced an
+    indexing before its check in the same transaction existed); returns how many. Each removal is
+    logged as a deletion, so the search matrices of every process drop it too."""
+    if store is None or not store.in_database:
+        return 0
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_vec'")
+        if cursor.fetchone() is None:
+            return 0
+        cursor.execute("SELECT rowid FROM memory_vec_rowids WHERE rowid NOT IN (SELECT seq FROM memories)")
+        orphans = [int(row[0]) for row in cursor.fetchall()]
+        for start in range(0, len(orphans), 500):
+            part = orphans[start : start + 500]
+            marks = ", ".join(["%s"] * len(part))
+            cursor.execute(
+                "INSERT INTO memory_vec_log (owner_id, seq, embedding) "
+                f"SELECT owner_id, rowid, NULL FROM memory_vec WHERE rowid IN ({marks})",
+                part,
+            )
+            cursor.execute(f"DELETE FROM memory_vec WHERE rowid IN ({marks})", part)
+    if orphans:
+        logger.warning("removed %s vectors of deleted memories", len(orphans))
+    return len(orphans)
 
 
 def _mark_indexed(memories: Sequence[Embeddable]) -> int:
@@ -341,9 +380,14 @@ def lazy_index(owner_ids: Iterable[uuid.UUID | str] | None, ctx: VectorContext, 
         return LazyIndexed(0, len(seqs), more)
     pending = list(Memory.objects.filter(seq__in=seqs).only("seq", "owner_id", "content"))
     try:
-        indexed = index_memories(pending, ctx)
+        # A read only helps the background indexing: it never waits for the write lock.
+        with write_deadline(LAZY_WRITE_DEADLINE_SECONDS):
+            indexed = index_memories(pending, ctx)
     except EmbeddingError as exc:
         logger.warning("lazy embedding of %s memories failed: %s", len(pending), exc)
+        indexed = 0
+    except DatabaseBusy:
+        logger.info("lazy embedding of %s memories skipped: another write holds the lock", len(pending))
         indexed = 0
     return LazyIndexed(indexed, len(seqs) - indexed, more)
 
@@ -442,6 +486,7 @@ def reindex_all(*, progress: Callable[[int, int], None] | None = None, batch: in
         if remaining == 0 or result["processed"] == 0:
             break
         _progress(progress, done, total, finished=False)
+    orphans = delete_orphan_vectors(ctx.write_store)
     backfill = vectorsync.backfill_mirrors(retention_days=get_memory_settings().retentionDays)
     compact = getattr(ctx.write_store, "compact_log", None)
     if compact is not None and done >= LOG_COMPACT_AFTER:
@@ -449,7 +494,14 @@ def reindex_all(*, progress: Callable[[int, int], None] | None = None, batch: in
         compact()
     _progress(progress, done, total, finished=True)
     logger.info("reindex finished: %s processed, %s errors, %s pending", done, errors, remaining)
-    return {"processed": done, "errors": errors, "pending": remaining, "reason": None, "mirrors": backfill}
+    return {
+        "processed": done,
+        "errors": errors,
+        "pending": remaining,
+        "reason": None,
+        "orphansRemoved": orphans,
+        "mirrors": backfill,
+    }
 
 
 def _progress(callback: Callable[[int, int], None] | None, done: int, total: int, *, finished: bool) -> None:
@@ -473,14 +525,16 @@ def schedule_indexing(seqs: Sequence[int]) -> None:
     """After commit, embed these memories in the background (the write path)."""
     if not seqs:
         return
-    from memory.tasks.indexing import index_memories_task
+    # cycle: memory.tasks.indexing imports this module
+    from memory.tasks.indexing import queue_indexing
 
-    seqs = [int(s) for s in seqs]
-    transaction.on_commit(lambda: index_memories_task(seqs))
+    # Best effort: a queue that is down leaves the rows pending, never fails the committed write.
+    queue_indexing(seqs)
 
 
 def schedule_reindex() -> None:
     """After commit, drain the reindex queue in the background (bulk writes)."""
-    from memory.tasks.indexing import reindex_task
+    # cycle: memory.tasks.indexing imports this module
+    from memory.tasks.indexing import queue_reindex
 
-    transaction.on_commit(lambda: reindex_task())
+    queue_reindex()

@@ -24,8 +24,9 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models import Field
 from django.utils import timezone
 
-from memory.models import ApiKey, Memory
-from memory.services import vectorsync
+from memory.exceptions import Conflict
+from memory.models import ApiKey, AuditAction, Memory
+from memory.services import audit, vectorsync
 from memory.services.indexing import (
     Pending,
     index_inline,
@@ -108,7 +109,7 @@ def _notify(action: str, memories: list[Memory]) -> None:
 
 def _after_write(memories: list[Memory]) -> None:
     """Queue the vectors of memories whose content is new or changed; have the indexes
-    refresh what they keep of the others (session, expiry, type, key: L16)."""
+    refresh what they keep of the others (session, expiry, type, key: the original left a Qdrant point with the old values after an edit)."""
     schedule_indexing([m.seq for m in memories if m.needs_reindex])
     vectorsync.after_update([m.seq for m in memories if not m.needs_reindex])
 
@@ -127,7 +128,7 @@ def notify_bulk_change(owners: Iterable[uuid.UUID]) -> None:
 
 
 def _apply_upsert(existing: Memory, item: MemoryInput, now: datetime) -> None:
-    """Overlay ``item`` on ``existing`` with the reference's upsert rules:
+    """Overlay ``item`` on ``existing`` with the original's upsert rules:
     content, session, type and expiry replaced; metadata merged shallowly;
     id, created_at and access counters kept."""
     content_changed = existing.content != item.content
@@ -207,7 +208,6 @@ def memory_update(memory: Memory, **changes: Any) -> Memory:
     ``needs_reindex`` is set only when the content or key really changed.
     A key already used by another memory of the owner raises ``Conflict``.
     """
-    from memory.exceptions import Conflict
 
     unknown = set(changes) - set(UPDATABLE_FIELDS)
     if unknown:
@@ -233,12 +233,20 @@ def memory_update(memory: Memory, **changes: Any) -> Memory:
 
 
 @transaction.atomic
-def memory_delete(memory: Memory) -> None:
+def memory_delete(memory: Memory, *, actor: audit.Actor = audit.SYSTEM) -> None:
     """Delete the row; its FTS entry and sqlite-vec vector go with it in this
-    transaction, the mirrors' vectors after commit (best effort; a sweep catches misses)."""
+    transaction, the mirrors' vectors after commit (best effort; a sweep catches misses).
+    ``actor`` (who asked) is written to the audit log in the same transaction."""
     _notify("deleted", [memory])
     vectorsync.after_delete([memory.seq])
-    Memory.objects.filter(seq=memory.seq).delete()
+    deleted, _ = Memory.objects.filter(seq=memory.seq).delete()
+    audit.record(
+        actor=actor,
+        action=AuditAction.MEMORY_DELETE,
+        owner_id=memory.owner_id,
+        count=deleted,
+        details={"id": str(memory.uuid), "key": memory.key, "type": memory.type},
+    )
 
 
 # Where an item of a batch lands: ``(owner pk, key)`` for keyed items, ``("#", index)`` for the others.
@@ -370,40 +378,89 @@ def fts_deferred() -> Iterator[tuple[CursorWrapper, int]]:
             )
 
 
-@transaction.atomic
-def memory_bulk_create(items: list[MemoryInput], *, chunk_size: int = 500) -> dict:
-    """Create or upsert many memories in one transaction.
+# Merged items per transaction of a bulk import: the write lock is held for one chunk at a time (tens of
+# milliseconds), so single writes wait for at most one chunk, not for a 10,000-item import.
+BULK_CHUNK_ITEMS = 500
 
-    Same semantics as :func:`memory_create` applied in input order; returns
-    ``{"created": n, "updated": m, "ids": [uuid in input order]}``. Runs in a
-    constant number of queries per chunk (one lookup of existing keys, one
-    bulk insert, one bulk update).
+
+def memory_bulk_create(items: list[MemoryInput], *, chunk_size: int = BULK_CHUNK_ITEMS) -> dict:
+    """Create or upsert many memories, committed in chunks of ``chunk_size``.
+
+    Same semantics as :func:`memory_create` applied in input order (items sharing ``(owner, key)`` are
+    folded into one first); returns ``{"created": n, "updated": m, "ids": [uuid in input order]}``.
+    Each chunk is one transaction in a constant number of queries (one lookup of existing keys, one
+    insert, one update), so other writers get the lock between chunks. A chunk is all or nothing:
+    when one fails (the database stayed locked past its deadline, say), the chunks before it stay
+    committed, it and the ones after are not written, and the error is raised. Called inside a
+    transaction, the chunks are savepoints of it and all of it commits or rolls back together.
     """
     now = timezone.now()
     slots, merged = _merge_batch(items)
-    existing: dict[Slot, Memory] = {}
+    ordered = list(merged.items())
+    result: dict[Slot, uuid.UUID] = {}
+    owners: set[uuid.UUID] = set()
+    created = updated = 0
+    reindex = False
+    try:
+        for start in range(0, len(ordered), chunk_size):
+            with transaction.atomic():
+                chunk = _bulk_chunk(ordered[start : start + chunk_size], now, result, owners)
+            created += chunk.created
+            updated += chunk.updated
+            reindex = reindex or chunk.reindex
+    except Exception:
+        if created or updated:
+            logger.warning(
+                "bulk import interrupted: %s of %s memories committed, the rest not written",
+                created + updated,
+                len(ordered),
+            )
+        raise
+    finally:
+        if reindex:
+            schedule_reindex()
+        if owners:
+            notify_bulk_change(owners)
+    return {"created": created, "updated": updated, "ids": [str(result[slot]) for slot in slots]}
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    created: int
+    updated: int
+    reindex: bool  # some memories were left for the background indexing
+
+
+def _bulk_chunk(
+    chunk: list[tuple[Slot, MemoryInput]],
+    now: datetime,
+    result: dict[Slot, uuid.UUID],
+    owners: set[uuid.UUID],
+) -> _Chunk:
+    """One chunk of :func:`memory_bulk_create`, inside its transaction: fills ``result`` (slot → id)
+    and ``owners``."""
     by_owner: dict[uuid.UUID, list[str]] = {}
-    for owner_id, key in merged:
+    for (owner_id, key), _item in chunk:
         if isinstance(owner_id, uuid.UUID) and isinstance(key, str):
             by_owner.setdefault(owner_id, []).append(key)
+    existing: dict[Slot, Memory] = {}
     for owner_id, keys in by_owner.items():
-        for start in range(0, len(keys), chunk_size):
-            for found in Memory.objects.filter(owner_id=owner_id, key__in=keys[start : start + chunk_size]):
-                if found.key is not None:  # always: it matched a key
-                    existing[(owner_id, found.key)] = found
+        for found in Memory.objects.filter(owner_id=owner_id, key__in=keys):
+            if found.key is not None:  # always: it matched a key
+                existing[(owner_id, found.key)] = found
     to_insert: list[tuple[uuid.UUID, MemoryInput]] = []
     to_update: list[Memory] = []
-    result: dict[Slot, uuid.UUID] = {}
-    for slot, item in merged.items():
+    chunk_ids: dict[Slot, uuid.UUID] = {}
+    for slot, item in chunk:
         row = existing.get(slot)
         if row is None:
             new_uuid = uuid.uuid4()
             to_insert.append((new_uuid, item))
-            result[slot] = new_uuid
+            chunk_ids[slot] = new_uuid
         else:
             _apply_upsert(row, item, now)
             to_update.append(row)
-            result[slot] = row.uuid
+            chunk_ids[slot] = row.uuid
     floor = _insert_rows(to_insert, now)
     inline = 0
     ctx = inline_context() if to_insert else None
@@ -423,14 +480,13 @@ def memory_bulk_create(items: list[MemoryInput], *, chunk_size: int = 500) -> di
                 "updated_at",
                 "needs_reindex",
             ],
-            batch_size=chunk_size,
         )
-    if inline < len(to_insert) or any(m.needs_reindex for m in to_update):
-        schedule_reindex()
-    notify_bulk_change({item.owner.pk for _, item in to_insert} | {m.owner_id for m in to_update})
     _notify("updated", to_update)
-    return {
-        "created": len(to_insert),
-        "updated": len(to_update),
-        "ids": [str(result[slot]) for slot in slots],
-    }
+    # Known once the chunk is written: a chunk that fails leaves neither ids nor owners behind.
+    result.update(chunk_ids)
+    owners.update({item.owner.pk for _, item in to_insert} | {m.owner_id for m in to_update})
+    return _Chunk(
+        created=len(to_insert),
+        updated=len(to_update),
+        reindex=inline < len(to_insert) or any(m.needs_reindex for m in to_update),
+    )

@@ -18,9 +18,9 @@ from memory.conf import get_memory_settings
 from memory.embeddings import runtime
 from memory.embeddings.base import EmbeddingError
 from memory.qdrant_conf import get_qdrant_settings
-from memory.shapes import iso
+from memory.shapes import qdrant_result_json
 from memory.vectorstores.qdrant import QdrantUnavailable, cleanup_expired, probe, qdrant_health, usable_store
-from memory.vectorstores.qdrant.client import elapsed_ms, mark_failed
+from memory.vectorstores.qdrant.client import elapsed_ms, sanitise
 from memory.visibility import Visibility
 
 logger = logging.getLogger("memory.qdrant")
@@ -47,17 +47,19 @@ class QdrantCheck:
 
 
 def qdrant_check() -> QdrantCheck:
-    """Ask Qdrant for its collections now (reachability and API key); the answer is remembered by the
-    store's health cache."""
+    """Ask Qdrant for its collections now (reachability and API key), even while its circuit is open
+    (an operator testing a fix: a success closes it); the answer is remembered by the store's health
+    cache. ``error`` names the status or the kind of failure, never what the server sent back."""
     cfg = get_qdrant_settings()
     if not cfg.active:
         return QdrantCheck(configured=False, ok=False, latency_ms=0, error=NOT_CONFIGURED)
-    result = probe(cfg)
+    result = probe(cfg, force=True)
     return QdrantCheck(configured=True, ok=result.ok, latency_ms=result.latency_ms, error=result.error)
 
 
 def qdrant_status() -> dict:
-    """``{enabled, healthy, latencyMs, error}`` for the engine status (asks Qdrant when enabled)."""
+    """``{enabled, healthy, latencyMs, error, circuit?}`` for the engine status (asks Qdrant when
+    enabled and its circuit is closed)."""
     return qdrant_health()
 
 
@@ -86,27 +88,11 @@ def qdrant_search(*, query: str, top_k: int, owner_ids: Collection[uuid.UUID] | 
     except EmbeddingError as exc:
         return {"ok": False, "results": [], "error": f"embedding failed: {exc.message}"}
     except Exception as exc:
-        error = mark_failed(cfg, exc)
+        error = sanitise(exc, cfg)
         logger.warning("qdrant search at %s failed: %s", cfg.target, error)
         return {"ok": False, "results": [], "error": error}
     memories = {m.seq: m for m in visibility.queryset().filter(seq__in=[h.seq for h in hits])}
-    results = [
-        {
-            "id": str(m.uuid),
-            "score": hit.score,
-            "payload": {
-                "apiKeyId": str(m.owner_id),
-                "sessionId": m.session_id or "",
-                "type": m.type,
-                "key": m.key or "",
-                "content": m.content,
-                "createdAt": iso(m.created_at),
-                "expiresAt": iso(m.expires_at),
-            },
-        }
-        for hit in hits
-        if (m := memories.get(hit.seq)) is not None
-    ]
+    results = [qdrant_result_json(m, hit.score) for hit in hits if (m := memories.get(hit.seq)) is not None]
     return {
         "ok": True,
         "latencyMs": elapsed_ms(started),

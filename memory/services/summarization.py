@@ -1,4 +1,4 @@
-"""Compaction of an owner's memories (reference §5.1, §5.2, with L14 and L15 fixed).
+"""Compaction of an owner's memories: to a token budget, or of those older than N days.
 
 Two behaviours, always for one owner at a time:
 
@@ -11,9 +11,11 @@ Two behaviours, always for one owner at a time:
 
 Nothing here ever merges two owners: with no owner given, callers use
 :func:`summarize_owners`, which runs each owner in its own transaction (the
-reference merged every key into one summary owned by ``""``: L15).
+original merged every key's memories into one summary owned by ``""`` and
+deleted the originals).
 
-Ages are compared as datetimes, not as text (L14): see
+Ages are compared as datetimes, not as text (the original's string comparison
+broke on rows written as ``YYYY-MM-DD HH:MM:SS``): see
 :func:`memory.services.retention.older_than`.
 """
 
@@ -30,9 +32,10 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from memory.models import ApiKey, Memory, MemoryType
+from memory.models import ApiKey, AuditAction, Memory, MemoryType
 from memory.retrieval.budget import estimate_tokens
 from memory.selectors import live_memories
+from memory.services import audit
 from memory.services.memories import MemoryInput, memory_create, memory_update
 from memory.services.retention import delete_rows, older_than
 from memory.shapes import iso
@@ -63,12 +66,17 @@ def is_summary(memory: Memory) -> bool:
     return isinstance(memory.metadata, dict) and SUMMARY_IDS_KEY in memory.metadata
 
 
-# -- budget compaction (reference §5.1) --------------------------------------------------------------
+# -- budget compaction: newest first within the budget, every other memory cut to three sentences ----
 
 
 @transaction.atomic
 def summarize_to_budget(
-    *, owner: ApiKey, session_id: str | None = None, max_tokens: int = 4000, dry_run: bool = False
+    *,
+    owner: ApiKey,
+    session_id: str | None = None,
+    max_tokens: int = 4000,
+    dry_run: bool = False,
+    actor: audit.Actor = audit.SYSTEM,
 ) -> dict:
     """Condense ``owner``'s memories that do not fit ``max_tokens``, newest kept first.
 
@@ -79,7 +87,8 @@ def summarize_to_budget(
     of it). ``summarizedCount`` counts condensed memories even when the text
     was already short enough to stay unchanged. Summaries made by
     :func:`summarize_older_than` are never condensed. Returns
-    ``{originalCount, summarizedCount, tokensSaved, dryRun}``.
+    ``{originalCount, summarizedCount, tokensSaved, dryRun}``. A real run that condensed memories is
+    written to the audit log as ``actor``'s.
     """
     qs = live_memories().filter(owner=owner)
     if session_id:
@@ -98,6 +107,14 @@ def summarize_to_budget(
         saved += tokens - estimate_tokens(summary)
         if summary != memory.content and not dry_run:
             memory_update(memory, content=summary)
+    if summarized and not dry_run:
+        audit.record(
+            actor=actor,
+            action=AuditAction.MEMORY_COMPACT,
+            owner_id=owner.pk,
+            count=summarized,
+            details={"maxTokens": max_tokens, "sessionId": session_id or None, "tokensSaved": saved},
+        )
     logger.info(
         "budget compaction of %s: %s memories, %s condensed, %s tokens saved%s",
         owner.pk,
@@ -114,7 +131,7 @@ def summarize_to_budget(
     }
 
 
-# -- older-than compaction (reference §5.2) ----------------------------------------------------------
+# -- older-than compaction: the memories older than N days become one summary memory ---------------
 
 
 @dataclass
@@ -146,7 +163,12 @@ def summary_text(candidates: list[Memory], days: int) -> str:
 
 
 def summarize_older_than(
-    *, owner: ApiKey, days: int, dry_run: bool = False, now: datetime | None = None
+    *,
+    owner: ApiKey,
+    days: int,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    actor: audit.Actor = audit.SYSTEM,
 ) -> OlderThanResult:
     """Replace ``owner``'s memories created more than ``days`` days ago by one summary memory.
 
@@ -155,7 +177,7 @@ def summarize_older_than(
     do), one ``semantic`` memory is created whose content lists each candidate
     as ``[type] key: first three sentences`` under an English header, and
     whose metadata holds ``summarizedIds`` (the originals' ids), then every
-    candidate is deleted (FTS and vectors with it).
+    candidate is deleted (FTS and vectors with it), and ``actor``'s audit event written.
 
     Selection, creation and deletion run in one transaction. On SQLite the
     backend opens write transactions with ``BEGIN IMMEDIATE``, so two runs at
@@ -189,6 +211,13 @@ def summarize_older_than(
         )
         result.summary = summary
         result.deleted_count = delete_rows([(m.seq, m.owner_id) for m in result.candidates])
+        audit.record(
+            actor=actor,
+            action=AuditAction.MEMORY_SUMMARIZE,
+            owner_id=owner.pk,
+            count=result.deleted_count,
+            details={"olderThanDays": days, "summaryId": result.summary_id},
+        )
     logger.info(
         "summarised %s memories (%s tokens) of %s older than %s days into %s",
         result.deleted_count,
@@ -206,13 +235,23 @@ def summarizable_owners() -> QuerySet[ApiKey]:
 
 
 def summarize_owners(
-    *, owners: Iterable[ApiKey], days: int, dry_run: bool = False, now: datetime | None = None
+    *,
+    owners: Iterable[ApiKey],
+    days: int,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    actor: audit.Actor = audit.SYSTEM,
 ) -> list[OlderThanResult]:
     """:func:`summarize_older_than` for each owner separately (never merged), in order."""
     now = now or timezone.now()
-    return [summarize_older_than(owner=owner, days=days, dry_run=dry_run, now=now) for owner in owners]
+    return [
+        summarize_older_than(owner=owner, days=days, dry_run=dry_run, now=now, actor=actor)
+        for owner in owners
+    ]
 
 
-def summarize_all_owners(*, days: int, dry_run: bool = False) -> list[OlderThanResult]:
-    """Every owner, one at a time, each in its own transaction (reference L15 fixed)."""
-    return summarize_owners(owners=summarizable_owners(), days=days, dry_run=dry_run)
+def summarize_all_owners(
+    *, days: int, dry_run: bool = False, actor: audit.Actor = audit.SYSTEM
+) -> list[OlderThanResult]:
+    """Every owner, one at a time, each in its own transaction (never one summary across owners)."""
+    return summarize_owners(owners=summarizable_owners(), days=days, dry_run=dry_run, actor=actor)

@@ -46,23 +46,41 @@ _sweep_requested_at: float | None = None
 
 
 def write(
-    items: Sequence[VectorItem], *, database: VectorStore | None, signature: str, mark: Callable[[], int]
+    items: Sequence[VectorItem],
+    *,
+    database: VectorStore | None,
+    signature: str,
+    mark: Callable[[], int],
+    current: Callable[[], set[int]] | None = None,
 ) -> int:
     """Store ``items`` in every active index; returns ``mark()``, the memories now indexed.
 
-    The database store and ``mark`` (which clears the ``needs_reindex`` flags) run in one
-    transaction; the mirrors are written right after, outside it (call this outside a write
-    transaction of your own). Without a database store, ``mark`` runs once every mirror has them.
+    ``current`` (inside the transaction) names the memories that still hold the text that was
+    embedded: the others were deleted or edited while it was embedded, and their vectors are dropped
+    (a deleted memory's vector would outlive it: its row's delete trigger has run already). The
+    database store and ``mark`` (which clears the ``needs_reindex`` flags) run in one transaction with
+    that check; the mirrors are written right after, outside it (call this outside a write transaction
+    of your own). Without a database store, ``mark`` runs once every mirror has them.
     """
     done = 0
     if database is not None:
         with transaction.atomic():
+            items = _current_items(items, current)
             database.upsert(items)
             done = mark()
-    mirrored = mirror_upsert(items, signature=signature)
+    else:
+        items = _current_items(items, current)
+    mirrored = mirror_upsert_live(items, signature=signature)
     if database is None and items and mirrored == len(items):
         done = mark()
     return done
+
+
+def _current_items(items: Sequence[VectorItem], current: Callable[[], set[int]] | None) -> list[VectorItem]:
+    if current is None:
+        return list(items)
+    keep = current()
+    return [item for item in items if int(item.seq) in keep]
 
 
 def write_in_transaction(
@@ -72,7 +90,21 @@ def write_in_transaction(
     has a vector yet), the mirrors after commit."""
     database.upsert(items, new=new)
     kept = list(items)
-    transaction.on_commit(lambda: mirror_upsert(kept, signature=signature))
+    transaction.on_commit(lambda: mirror_upsert_live(kept, signature=signature))
+
+
+def mirror_upsert_live(items: Sequence[VectorItem], *, signature: str) -> int:
+    """:func:`mirror_upsert`, then drop again the points of memories deleted meanwhile: a delete that
+    committed after the caller's check may have sent its :func:`mirror_delete` before these points
+    arrived. Returns what :func:`mirror_upsert` returned."""
+    written = mirror_upsert(items, signature=signature)
+    if written:
+        seqs = [int(item.seq) for item in items]
+        alive = set(Memory.objects.filter(seq__in=seqs).values_list("seq", flat=True))
+        gone = [seq for seq in seqs if seq not in alive]
+        if gone:
+            mirror_delete(gone)
+    return written
 
 
 def after_update(seqs: Sequence[int]) -> None:
@@ -209,9 +241,11 @@ def schedule_sweep() -> None:
         if _sweep_requested_at is not None and now - _sweep_requested_at < SWEEP_DELAY_SECONDS:
             return
         _sweep_requested_at = now
-    from memory.tasks.indexing import sweep_mirrors_task  # the tasks module imports the services
+    # cycle: memory.tasks.indexing imports this module
+    from memory.tasks.indexing import queue_sweep
 
-    sweep_mirrors_task.schedule(delay=SWEEP_DELAY_SECONDS)
+    if not queue_sweep(SWEEP_DELAY_SECONDS):
+        return  # the queue is down: the first hand-off that works queues the sweep again
     logger.info("a mirror missed a delete: sweep of the mirrors scheduled in %s s", SWEEP_DELAY_SECONDS)
 
 

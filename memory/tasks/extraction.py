@@ -9,6 +9,7 @@ from huey.contrib.djhuey import db_task
 
 from memory.extraction import MAX_EXTRACTION_TEXT_LENGTH
 from memory.services.extraction import extraction_run
+from memory.tasks.handoff import hand_off
 
 logger = logging.getLogger("memory.extraction")
 
@@ -29,7 +30,8 @@ def enqueue_extraction(*, owner_id: str, session_id: str, user_text: str, assist
     """Enqueue :func:`extract_from_exchange` once the current transaction commits (at once in autocommit).
 
     The texts are cut to the tail extraction reads, so the queue never carries more. Nothing is
-    enqueued when both are blank. Never raises: a queue failure is logged, the chat is not affected.
+    enqueued when both are blank. Never raises: a queue failure is logged (and counted in the engine
+    status's ``queue`` line), the chat is not affected; that exchange is not learned from.
     """
     user_text = (user_text or "")[-MAX_EXTRACTION_TEXT_LENGTH:]
     assistant_text = (assistant_text or "")[-MAX_EXTRACTION_TEXT_LENGTH:]
@@ -37,10 +39,12 @@ def enqueue_extraction(*, owner_id: str, session_id: str, user_text: str, assist
         return
 
     def enqueue() -> None:
-        try:
-            extract_from_exchange(str(owner_id), session_id, user_text, assistant_text)
-        except Exception:
-            logger.exception(
+        queued = hand_off(
+            lambda: extract_from_exchange(str(owner_id), session_id, user_text, assistant_text),
+            what="extraction",
+        )
+        if not queued:
+            logger.error(
                 "memory.extraction.enqueue_failed",
                 extra={"owner_id": str(owner_id), "session_id": session_id},
             )

@@ -1,4 +1,9 @@
-"""Huey periodic task: the nightly summarisation, when ``autoSummarize`` is on.
+"""Huey periodic task: the nightly pruning of the audit log and summarisation (when ``autoSummarize``
+is on).
+
+The audit events older than ``MEMORY_AUDIT_RETENTION_DAYS`` are deleted at the end of each run,
+whether or not summarisation is on (a locked database makes Huey retry the whole run, which is
+idempotent).
 
 Runs :func:`memory.services.summarization.summarize_older_than` for each API
 key separately, with ``retentionDays`` as the age. Idempotent: each key is
@@ -12,17 +17,20 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings as django_settings
 from django.db import OperationalError
 from huey import crontab
 from huey.contrib.djhuey import db_periodic_task
 
 from memory.conf import get_memory_settings
+from memory.services.audit import prune_audit_events, task_actor
 from memory.services.summarization import summarizable_owners, summarize_older_than
 
 logger = logging.getLogger("memory.tasks")
 
 # Every day at 03:30 (server time), when chat traffic is lowest.
 SCHEDULE = crontab(minute="30", hour="3")
+TASK_NAME = "memory.summarize_memories"
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -31,11 +39,12 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, OperationalError) and ("locked" in text or "busy" in text)
 
 
-@db_periodic_task(SCHEDULE, retries=3, retry_delay=60, retry_backoff=2, name="memory.summarize_memories")
+@db_periodic_task(SCHEDULE, retries=3, retry_delay=60, retry_backoff=2, name=TASK_NAME)
 def summarize_memories_periodic() -> dict:
     settings = get_memory_settings()
     if not settings.autoSummarize:
         logger.info("summarize skipped: autoSummarize is off")
+        prune_audit_events(days=django_settings.MEMORY_AUDIT_RETENTION_DAYS)
         return {"skipped": True}
     days = settings.retentionDays
     owners = list(summarizable_owners())
@@ -43,7 +52,7 @@ def summarize_memories_periodic() -> dict:
     counts = {"owners": len(owners), "summaries": 0, "summarized": 0, "failed": 0}
     for owner in owners:
         try:
-            result = summarize_older_than(owner=owner, days=days)
+            result = summarize_older_than(owner=owner, days=days, actor=task_actor(TASK_NAME))
         except Exception as exc:
             if is_transient(exc):
                 logger.warning("summarize interrupted at %s (%s); Huey will retry", owner.pk, exc)
@@ -56,4 +65,5 @@ def summarize_memories_periodic() -> dict:
     logger.info(
         "summarize end: %(summarized)s memories into %(summaries)s summaries, %(failed)s keys failed", counts
     )
+    prune_audit_events(days=django_settings.MEMORY_AUDIT_RETENTION_DAYS)
     return counts

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    # heavy: onnxruntime is imported by _session, the first time a large owner is scanned
     import onnxruntime as ort
 
 logger = logging.getLogger("memory.vectorstores")
@@ -68,6 +69,8 @@ MIN_ROWS = 20_000
 @functools.cache
 def _session(dim: int) -> ort.InferenceSession:
     """One tiny onnxruntime session: ``y = a @ b`` with ``a`` uint8 (m, dim) and ``b`` int8 (dim, rows)."""
+    # heavy: onnxruntime and onnx (about a second to import) load only when a large owner is first scanned;
+    # this module is imported at startup, by the engine status and the sqlite-vec store
     import onnxruntime as ort
     from onnx import TensorProto, helper
 

@@ -10,9 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings as django_settings
+from django.db import connection
 
 from memory.conf import MemorySettings
+from memory.qdrant_conf import get_qdrant_settings
 from memory.vectorstores.base import VectorStore
+from memory.vectorstores.sqlite_vec import SqliteVecStore
+from omniroute.db.base import EXTENSION_STATUS
 
 
 @dataclass(frozen=True)
@@ -20,15 +24,13 @@ class StoreChoice:
     store: VectorStore | None
     name: str  # "sqlite-vec" | "qdrant" | "none"
     reason: str
+    # The store that was selected but is not usable now, and why (the fallback's own reason aside).
+    passed_over: str | None = None
 
 
 def sqlite_vec_loaded() -> bool:
-    from omniroute.db.base import EXTENSION_STATUS
-
     if django_settings.VECTOR_STORE_DISABLE_VEC:
         return False
-    from django.db import connection
-
     connection.ensure_connection()
     return bool(EXTENSION_STATUS.get("vec_loaded"))
 
@@ -38,8 +40,6 @@ def sqlite_vec_choice() -> StoreChoice:
         return StoreChoice(None, "none", "sqlite-vec disabled (VECTOR_STORE_DISABLE_VEC)")
     if not sqlite_vec_loaded():
         return StoreChoice(None, "none", "sqlite-vec not available — using FTS5 only")
-    from memory.vectorstores.sqlite_vec import SqliteVecStore
-
     return StoreChoice(SqliteVecStore(), "sqlite-vec", "sqlite-vec active")
 
 
@@ -52,6 +52,7 @@ def active_store(settings: MemorySettings) -> StoreChoice:
     """Qdrant when selected and enabled, else sqlite-vec when loaded, else none."""
     if settings.vectorStore == "qdrant":
         try:
+            # cycle: memory.vectorstores.qdrant imports this module (StoreChoice)
             from memory.vectorstores.qdrant import qdrant_choice
         except ImportError:
             fallback = sqlite_vec_choice()
@@ -62,7 +63,9 @@ def active_store(settings: MemorySettings) -> StoreChoice:
         if choice.store is not None:
             return choice
         fallback = sqlite_vec_choice()
-        return StoreChoice(fallback.store, fallback.name, f"{choice.reason}; {fallback.reason}")
+        return StoreChoice(
+            fallback.store, fallback.name, f"{choice.reason}; {fallback.reason}", passed_over=choice.reason
+        )
     return sqlite_vec_choice()
 
 
@@ -70,6 +73,7 @@ def mirror_stores(*, paused_too: bool = False) -> list[VectorStore]:
     """The stores outside the database that every write is copied to after commit: Qdrant when it is
     on (enabled and configured, whether or not searches use it), unless a call to it failed moments
     ago (``paused_too``: even then, for maintenance). Asks no store anything."""
+    # cycle: memory.vectorstores.qdrant imports this module (StoreChoice)
     from memory.vectorstores.qdrant import mirror_store
 
     try:
@@ -81,6 +85,4 @@ def mirror_stores(*, paused_too: bool = False) -> list[VectorStore]:
 
 def mirrors_enabled() -> bool:
     """Whether any store outside the database is on (a cheap settings read, no store is built)."""
-    from memory.qdrant_conf import get_qdrant_settings
-
     return get_qdrant_settings().active

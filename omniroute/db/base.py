@@ -8,8 +8,14 @@ from omniroute.db.sqlite_module import select_sqlite_module
 
 select_sqlite_module()
 
+import time  # noqa: E402
+
 from django.conf import settings  # noqa: E402
 from django.db.backends.sqlite3 import base as sqlite_base  # noqa: E402
+from django.db.utils import DatabaseErrorWrapper  # noqa: E402
+from django.utils.functional import cached_property  # noqa: E402
+
+from omniroute.db.locking import DatabaseBusy, gate_for, is_lock_error  # noqa: E402
 
 logger = logging.getLogger("memory.db")
 
@@ -20,6 +26,8 @@ EXTENSION_STATUS: dict[str, object] = {"vec_loaded": None, "vec_version": None, 
 
 def load_sqlite_vec(conn) -> str:
     """Load sqlite-vec into ``conn`` and return its version (raises on failure)."""
+    # optional at import time: without sqlite-vec this backend must still load, so that the failure
+    # is recorded in EXTENSION_STATUS and reported by memory.E001 instead of stopping Django
     import sqlite_vec
 
     conn.enable_load_extension(True)
@@ -39,7 +47,10 @@ class DatabaseWrapper(sqlite_base.DatabaseWrapper):
     a busy timeout, and a large ``mmap_size`` so KNN scans read from the page
     cache. Write transactions are IMMEDIATE through the ``transaction_mode``
     option set in settings, which takes the write lock at BEGIN and so avoids
-    SQLITE_BUSY upgrades half-way through a transaction.
+    SQLITE_BUSY upgrades half-way through a transaction; before BEGIN, a
+    transaction takes its turn at this process's write gate
+    (``omniroute.db.locking``), and a lock it cannot get in time raises
+    ``DatabaseBusy``.
     """
 
     def __init__(self, *args, **kwargs):
@@ -48,12 +59,71 @@ class DatabaseWrapper(sqlite_base.DatabaseWrapper):
         # trigger; bulk inserts turn it off and index their rows in one
         # statement (see memory.services.memories.fts_deferred).
         self.fts_auto = True
+        # Set by omniroute.db.locking.write_deadline: a shorter wait for the write lock than the busy timeout.
+        self.write_deadline: float | None = None
+        self._holds_gate = False
+        self._connection_busy_timeout = self._busy_timeout()  # the PRAGMA of the open connection
+
+    @cached_property
+    def wrap_database_errors(self):
+        return _BusyAwareErrorWrapper(self)
+
+    def _busy_timeout(self) -> float:
+        return float(self.settings_dict["OPTIONS"].get("timeout", 5))
+
+    def _start_transaction_under_autocommit(self):
+        deadline = self.write_deadline if self.write_deadline is not None else self._busy_timeout()
+        started = time.monotonic()
+        gate = gate_for(str(self.settings_dict["NAME"]))
+        if not gate.acquire(deadline):
+            raise DatabaseBusy(f"database is locked: no turn to write within {deadline:g} s")
+        self._holds_gate = True
+        try:
+            left = deadline - (time.monotonic() - started)
+            if left < self._connection_busy_timeout - 0.001:
+                # What is left of the deadline is what BEGIN may wait for another process's lock.
+                self.connection.execute(f"PRAGMA busy_timeout = {max(int(left * 1000), 0)}")
+                try:
+                    super()._start_transaction_under_autocommit()  # type: ignore[misc]  # not in django-stubs
+                finally:
+                    self.connection.execute(
+                        f"PRAGMA busy_timeout = {int(self._connection_busy_timeout * 1000)}"
+                    )
+            else:
+                super()._start_transaction_under_autocommit()  # type: ignore[misc]  # not in django-stubs
+        except BaseException:
+            self._release_gate()
+            raise
+
+    def _release_gate(self) -> None:
+        if self._holds_gate:
+            self._holds_gate = False
+            gate_for(str(self.settings_dict["NAME"])).release()
+
+    def _commit(self):
+        try:
+            return super()._commit()  # type: ignore[misc]  # not in django-stubs
+        finally:
+            self._release_gate()
+
+    def _rollback(self):
+        try:
+            return super()._rollback()  # type: ignore[misc]  # not in django-stubs
+        finally:
+            self._release_gate()
+
+    def _close(self):
+        try:
+            return super()._close()  # type: ignore[misc]  # not in django-stubs
+        finally:
+            self._release_gate()
 
     def get_new_connection(self, conn_params):
         conn = super().get_new_connection(conn_params)
         conn.create_function("omniroute_fts_auto", 0, lambda: 1 if self.fts_auto else 0)
         timeout_ms = int(float(conn_params.get("timeout", 5)) * 1000)
         conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
+        self._connection_busy_timeout = timeout_ms / 1000
         if self.settings_dict["NAME"] != ":memory:" and "mode=memory" not in str(self.settings_dict["NAME"]):
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -69,3 +139,14 @@ class DatabaseWrapper(sqlite_base.DatabaseWrapper):
             else:
                 EXTENSION_STATUS.update(vec_loaded=True, vec_version=version, error=None)
         return conn
+
+
+class _BusyAwareErrorWrapper(DatabaseErrorWrapper):
+    """Django's error wrapper, raising ``DatabaseBusy`` for SQLite's busy and locked errors (so that
+    every interface can answer 503 instead of 500)."""
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        if exc_value is not None and not isinstance(exc_value, DatabaseBusy) and is_lock_error(exc_value):
+            self.wrapper.errors_occurred = True  # type: ignore[attr-defined]  # not in django-stubs
+            raise DatabaseBusy(str(exc_value)).with_traceback(traceback) from exc_value
+        return super().__exit__(exc_type, exc_value, traceback)

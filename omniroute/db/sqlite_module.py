@@ -18,15 +18,16 @@ called at the top of ``omniroute/db/base.py`` for that reason.
 from __future__ import annotations
 
 import importlib
+import sqlite3  # the stdlib module, whatever sys.modules["sqlite3"] becomes below
 import sys
 from types import ModuleType
+
+from django.core.exceptions import ImproperlyConfigured
 
 _selected: ModuleType | None = None
 
 
 def stdlib_can_load_extensions() -> bool:
-    import sqlite3
-
     conn = sqlite3.connect(":memory:")
     try:
         return hasattr(conn, "enable_load_extension")
@@ -40,8 +41,6 @@ def select_sqlite_module() -> ModuleType:
     if _selected is not None:
         return _selected
     if stdlib_can_load_extensions():
-        import sqlite3
-
         _selected = sqlite3
         return _selected
     try:
@@ -49,14 +48,10 @@ def select_sqlite_module() -> ModuleType:
         dbapi2 = importlib.import_module("pysqlite3.dbapi2")
     except ImportError:
         # The system check memory.E001 reports this loudly.
-        import sqlite3
-
         _selected = sqlite3
         return _selected
     django_backend = sys.modules.get("django.db.backends.sqlite3.base")
     if django_backend is not None and django_backend.Database is not dbapi2:
-        from django.core.exceptions import ImproperlyConfigured
-
         raise ImproperlyConfigured(
             "django.db.backends.sqlite3 was imported before omniroute.db could install "
             "pysqlite3 as 'sqlite3'; import omniroute.db.base first."

@@ -2,8 +2,11 @@
 
 Idempotent: does nothing when a superuser already exists. Credentials are
 written to <data dir>/first-run-credentials.txt (mode 600) and printed once.
+First, in every case, the data directory is made private (0700, files 0600) if an
+older install left it readable by others; what changed is logged.
 """
 
+import logging
 import secrets
 from typing import Any
 
@@ -12,12 +15,18 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from memory.models import ApiKey, ManagementToken, TokenScope
+from omniroute.datadir import tighten_install
+
+logger = logging.getLogger("memory.bootstrap")
 
 
 class Command(BaseCommand):
     help = "Create the first admin user, API key and admin token if none exist."
 
     def handle(self, *args: Any, **options: Any) -> None:
+        tightened = tighten_install()
+        if tightened:
+            logger.warning(tightened)
         User = get_user_model()
         if User.objects.filter(is_superuser=True).exists():
             self.stdout.write("Admin user exists; nothing to bootstrap.")

@@ -11,10 +11,14 @@ layer crosses processes, and separate ``run_huey`` consumers work as well
 import logging
 from typing import Any
 
+import uvicorn
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
+from huey.consumer import Consumer
+from huey.contrib.djhuey import HUEY
 
 from memory.bounds import MAX_THREADS, int_option
+from omniroute.datadir import tighten_install
 
 logger = logging.getLogger("memory.serve")
 
@@ -23,9 +27,6 @@ class _InProcessConsumer:
     """Huey's consumer without its signal handlers (the server owns the signals)."""
 
     def __init__(self, workers: int) -> None:
-        from huey.consumer import Consumer
-        from huey.contrib.djhuey import HUEY
-
         class Quiet(Consumer):
             def _set_signal_handlers(self) -> None:
                 pass
@@ -55,8 +56,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true", help="leave the task queue to run_huey")
 
     def handle(self, *args: Any, host: str, port: int, workers: int, no_worker: bool, **options: Any) -> None:
-        import uvicorn
-
+        tightened = tighten_install()
+        if tightened:
+            logger.warning(tightened)
         consumer = None
         if not no_worker:
             if settings.HUEY.get("immediate"):

@@ -19,7 +19,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.bounds import MAX_POSITION, int_option
 from memory.models import ApiKey
+from memory.services.audit import command_actor
 from memory.services.summarization import summarizable_owners, summarize_older_than, summarize_to_budget
+
+# Who the audit log names for this command's deletions.
+ACTOR = command_actor("summarize_memories")
 
 DEFAULT_DAYS = 30
 
@@ -92,7 +96,7 @@ class Command(BaseCommand):
 
     @staticmethod
     def _older_than(owner: ApiKey, days: int, dry_run: bool) -> str:
-        result = summarize_older_than(owner=owner, days=days, dry_run=dry_run)
+        result = summarize_older_than(owner=owner, days=days, dry_run=dry_run, actor=ACTOR)
         n, tokens = len(result.candidates), result.total_tokens
         if not n:
             return f"nothing older than {days} days"
@@ -105,7 +109,7 @@ class Command(BaseCommand):
 
     @staticmethod
     def _budget(owner: ApiKey, budget: int, dry_run: bool) -> str:
-        result = summarize_to_budget(owner=owner, max_tokens=budget, dry_run=dry_run)
+        result = summarize_to_budget(owner=owner, max_tokens=budget, dry_run=dry_run, actor=ACTOR)
         verb = "would condense" if dry_run else "condensed"
         return (
             f"{verb} {result['summarizedCount']} of {result['originalCount']} memories to fit {budget} tokens, "

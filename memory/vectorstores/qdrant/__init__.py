@@ -1,4 +1,10 @@
-"""The Qdrant vector store (reference §9, with B6, B18, B21, B27, L8 and L16 fixed).
+"""The Qdrant vector store.
+
+Where the original's Qdrant support fell short, this one: backfills existing memories and is rebuilt
+by the reindex; opens a new collection when the embedding model changes instead of breaking the old
+one; applies the owner, session, expiry and retention filters inside Qdrant; has no cap of 20 on
+``k``; stores each memory's real ``type``; re-syncs a point when its memory is edited; gives every call
+a timeout; and embeds with the memory embedding source (no separate Qdrant model setting to get wrong).
 
 - ``client``: the qdrant-client per connection, probes and the health they report;
 - ``store``: ``QdrantStore`` (one collection per embedding signature, the payload the visibility

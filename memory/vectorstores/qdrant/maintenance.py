@@ -27,6 +27,7 @@ def sweep_store(store: QdrantStore, *, retention_days: int) -> int:
     """Delete the points of memories that are gone, expired, or older than ``retention_days``
     (clamped to 1..3650), in every collection of the store's base; returns how many were deleted.
     Raises qdrant-client errors when Qdrant fails."""
+    # optional: qdrant-client (about a second to import) is imported only once Qdrant is used
     from qdrant_client import models
 
     days = max(1, min(MAX_RETENTION_DAYS, int(retention_days)))

@@ -9,8 +9,9 @@
   seconds; ``expires_at`` null = never), the real ``type`` and ``key``: the visibility filters
   (:meth:`memory.visibility.Visibility.qdrant_filter`) run inside Qdrant, and the content stays in
   SQLite only;
-- every call has a timeout (the client's); a failed call is remembered (``note_failure``), so the
-  registry leaves Qdrant out for a short while.
+- every call has a timeout (the client's) and goes through the connection's circuit breaker
+  (``Connection.guard``): after a few failures in a row Qdrant is left out of searches and writes,
+  without a call, until a background probe finds it answering again.
 """
 
 from __future__ import annotations
@@ -23,21 +24,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from memory.conf import get_memory_settings
 from memory.embeddings import runtime
 from memory.models import Memory
 from memory.qdrant_conf import QdrantSettings, get_qdrant_settings
 from memory.vectorstores.base import VectorHit, VectorItem, VectorStore
 from memory.vectorstores.qdrant.client import (
     QdrantUnavailable,
+    circuit_open,
     connection_for,
-    failed_recently,
-    mark_failed,
     recent_probe,
+    sanitise,
 )
 from memory.vectorstores.registry import StoreChoice
 from memory.visibility import Visibility, owner_hex, unix_seconds
 
 if TYPE_CHECKING:
+    # qdrant-client is imported where it runs (see below): a process without Qdrant never loads it
     from qdrant_client import QdrantClient, models
 
 logger = logging.getLogger("memory.vectorstores.qdrant")
@@ -66,7 +69,9 @@ def collection_name(base: str, signature: str) -> str:
 
 
 def quantization_config(kind: str) -> models.ScalarQuantization | models.BinaryQuantization | None:
-    """The collection's ``quantization_config`` for ``none``/``int8``/``binary`` (reference §9.3)."""
+    """The collection's ``quantization_config`` for ``none``/``int8``/``binary``: nothing, scalar int8
+    (0.99 quantile) or binary, kept in RAM."""
+    # optional: qdrant-client (about a second to import) is imported only once Qdrant is used
     from qdrant_client import models
 
     if kind == "int8":
@@ -82,6 +87,7 @@ def quantization_config(kind: str) -> models.ScalarQuantization | models.BinaryQ
 
 def search_params(kind: str) -> models.SearchParams | None:
     """Rescore quantised candidates with the original vectors; binary loses more, so oversample."""
+    # optional: qdrant-client (about a second to import) is imported only once Qdrant is used
     from qdrant_client import models
 
     if kind == "int8":
@@ -94,6 +100,7 @@ def search_params(kind: str) -> models.SearchParams | None:
 
 
 def _quantization_of(info: models.CollectionInfo) -> str:
+    # optional: qdrant-client (about a second to import) is imported only once Qdrant is used
     from qdrant_client import models
 
     current = getattr(info.config, "quantization_config", None)
@@ -143,37 +150,44 @@ class QdrantStore(VectorStore):
         self.collection = name
         if self.conn.ensured.get(name) == self.quantization:
             return False
+        # optional: qdrant-client (about a second to import) is imported only once Qdrant is used
         from qdrant_client import models
         from qdrant_client.http.exceptions import UnexpectedResponse
 
+        wrong_size: int | None = None
         with self.conn.guard() as client:
             if client.collection_exists(name):
                 info = client.get_collection(name)
                 size = _vector_size(info)
                 if size is not None and size != dim:
-                    raise ValueError(f"Qdrant collection {name} holds {size}-d vectors, not {dim}-d")
-                if not self.conn.local and _quantization_of(info) != self.quantization:
-                    client.update_collection(
+                    wrong_size = size
+                else:
+                    if not self.conn.local and _quantization_of(info) != self.quantization:
+                        client.update_collection(
+                            name,
+                            quantization_config=quantization_config(self.quantization)
+                            or models.Disabled.DISABLED,
+                        )
+                        logger.info("qdrant collection %s: quantization now %s", name, self.quantization)
+                    self.conn.ensured[name] = self.quantization
+                    return False
+            else:
+                try:
+                    client.create_collection(
                         name,
-                        quantization_config=quantization_config(self.quantization)
-                        or models.Disabled.DISABLED,
+                        vectors_config=models.VectorParams(size=int(dim), distance=models.Distance.COSINE),
+                        quantization_config=quantization_config(self.quantization),
                     )
-                    logger.info("qdrant collection %s: quantization now %s", name, self.quantization)
-                self.conn.ensured[name] = self.quantization
-                return False
-            try:
-                client.create_collection(
-                    name,
-                    vectors_config=models.VectorParams(size=int(dim), distance=models.Distance.COSINE),
-                    quantization_config=quantization_config(self.quantization),
-                )
-            except UnexpectedResponse as exc:
-                if exc.status_code != 409:  # 409: another process created it first
-                    raise
-                self.conn.ensured[name] = self.quantization
-                return False
-            if not self.conn.local:
-                self._create_payload_indexes(client, name)
+                except UnexpectedResponse as exc:
+                    if exc.status_code != 409:  # 409: another process created it first
+                        raise
+                    self.conn.ensured[name] = self.quantization
+                    return False
+                if not self.conn.local:
+                    self._create_payload_indexes(client, name)
+        if wrong_size is not None:
+            # Raised outside the guard: Qdrant answered, and the mismatch is not its failure.
+            raise ValueError(f"Qdrant collection {name} holds {wrong_size}-d vectors, not {dim}-d")
         self.conn.ensured[name] = self.quantization
         logger.info(
             "qdrant collection %s created for %s (dim %s, quantization %s)",
@@ -186,6 +200,7 @@ class QdrantStore(VectorStore):
 
     def _create_payload_indexes(self, client: QdrantClient, name: str) -> None:
         """Indexes for the filters; ``owner`` is the tenant key. Local mode has no indexes."""
+        # optional: qdrant-client (about a second to import) is imported only once Qdrant is used
         from qdrant_client import models
 
         specs: dict[str, models.KeywordIndexParams | models.PayloadSchemaType] = {
@@ -227,6 +242,7 @@ class QdrantStore(VectorStore):
         if not items:
             return
         name = self._require_collection()
+        # optional: qdrant-client (about a second to import) is imported only once Qdrant is used
         from qdrant_client import models
 
         payloads = payloads_for([int(i.seq) for i in items])
@@ -247,6 +263,7 @@ class QdrantStore(VectorStore):
         payloads = payloads_for([int(s) for s in seqs])
         if not payloads:
             return 0
+        # optional: qdrant-client (about a second to import) is imported only once Qdrant is used
         from qdrant_client import models
 
         for name in self.collections():
@@ -277,6 +294,7 @@ class QdrantStore(VectorStore):
         points: list[models.ExtendedPointId] = [int(s) for s in seqs]
         if not points:
             return
+        # optional: qdrant-client (about a second to import) is imported only once Qdrant is used
         from qdrant_client import models
 
         for name in self.collections():
@@ -290,7 +308,7 @@ class QdrantStore(VectorStore):
 
     def search(self, *, vector: np.ndarray, k: int, visibility: Visibility) -> list[VectorHit]:
         """The ``k`` nearest visible points: the visibility is a filter inside Qdrant, so ``k``
-        counts only visible memories. No cap on ``k`` (B21)."""
+        counts only visible memories. No cap on ``k`` (the original's stopped at 20)."""
         if visibility.nobody:
             return []
         name = self._current()
@@ -344,22 +362,23 @@ class QdrantStore(VectorStore):
     # -- maintenance (memory.vectorstores.qdrant.maintenance)
 
     def backfill(self, *, retention_days: int | None, batch_size: int = 128) -> dict:
-        # maintenance imports this module: importing it here keeps the graph free of cycles.
+        # cycle: memory.vectorstores.qdrant.maintenance imports this module
         from memory.vectorstores.qdrant import maintenance
 
         return maintenance.backfill_store(self, retention_days=retention_days, batch_size=batch_size)
 
     def sweep(self, *, retention_days: int) -> int:
-        from memory.vectorstores.qdrant import maintenance  # see backfill
+        # cycle: memory.vectorstores.qdrant.maintenance imports this module
+        from memory.vectorstores.qdrant import maintenance
 
         return maintenance.sweep_store(self, retention_days=retention_days)
 
     def note_failure(self, exc: BaseException) -> str:
-        """Remember the failure (the registry leaves Qdrant out for ``UNHEALTHY_TTL``), forget the
-        collection check (the next write checks it again), and say what failed where."""
+        """Forget the collection check (the next write checks it again) and say what failed where. The
+        failure itself was counted by the circuit breaker, around the call (``Connection.guard``)."""
         if self.collection:
             self.conn.ensured.pop(self.collection, None)
-        return f"{mark_failed(self.cfg, exc)} (at {self.cfg.target})"
+        return f"{sanitise(exc, self.cfg)} (at {self.cfg.target})"
 
 
 def payloads_for(seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
@@ -373,7 +392,7 @@ def payloads_for(seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
             out[int(seq)] = {
                 "owner": owner_hex(owner_id),
                 "session_id": session_id or "",
-                "type": type_,  # the real type (B27: the reference always wrote "semantic")
+                "type": type_,  # the real type (the original always wrote "semantic")
                 "key": key,
                 "expires_at": unix_seconds(expires_at),
                 "created_at": unix_seconds(created_at),
@@ -383,8 +402,6 @@ def payloads_for(seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
 
 def live_signature() -> str | None:
     """The signature of the memory embedding source in use, when its dimension is known."""
-    from memory.conf import get_memory_settings
-
     source, _ = runtime.get_source(get_memory_settings())
     if source is None or source.dim is None:
         return None
@@ -395,29 +412,38 @@ def live_signature() -> str | None:
 
 
 def qdrant_choice() -> StoreChoice:
-    """The Qdrant store when it is enabled, configured and answered recently; else why not."""
+    """The Qdrant store when it is enabled, configured, allowed by the URL policy, its circuit closed
+    and it answered recently; else why not (no call while the circuit is open)."""
     cfg = get_qdrant_settings()
     if not cfg.enabled:
         return StoreChoice(None, "qdrant", "qdrant disabled")
     if not cfg.configured:
         return StoreChoice(None, "qdrant", "qdrant enabled but no host configured")
-    result = recent_probe(cfg)
-    if not result.ok:
-        return StoreChoice(None, "qdrant", f"qdrant unreachable at {cfg.target}: {result.error}")
-    return StoreChoice(QdrantStore(cfg), "qdrant", f"Qdrant configured at {cfg.target}")
+    try:
+        store = usable_store()
+    except QdrantUnavailable as exc:
+        return StoreChoice(None, "qdrant", str(exc))
+    return StoreChoice(store, "qdrant", f"Qdrant configured at {cfg.target}")
 
 
 def usable_store() -> QdrantStore:
-    """The store for the current settings; raises ``QdrantUnavailable`` when it should not be used."""
+    """The store for the current settings; raises ``QdrantUnavailable`` when it should not be used
+    (disabled, no host, refused by the URL policy, circuit open, or not answering)."""
     cfg = get_qdrant_settings()
     if not cfg.enabled:
         raise QdrantUnavailable("disabled")
     if not cfg.configured:
         raise QdrantUnavailable("not_configured")
+    try:
+        store = QdrantStore(cfg)
+    except QdrantUnavailable as exc:
+        raise QdrantUnavailable(f"qdrant at {cfg.target} {exc}") from None
+    if not store.conn.breaker.allow():
+        raise QdrantUnavailable(store.conn.breaker.refusal())
     result = recent_probe(cfg)
     if not result.ok:
-        raise QdrantUnavailable(f"unreachable: {result.error}")
-    return QdrantStore(cfg)
+        raise QdrantUnavailable(f"qdrant unreachable at {cfg.target}: {result.error}")
+    return store
 
 
 def configured_store() -> QdrantStore:
@@ -430,9 +456,14 @@ def configured_store() -> QdrantStore:
 
 
 def mirror_store(*, paused_too: bool = False) -> QdrantStore | None:
-    """The store that writes are mirrored to: Qdrant when on, unless a call failed within
-    ``UNHEALTHY_TTL`` (``paused_too``: even then). Asks Qdrant nothing."""
+    """The store that writes are mirrored to: Qdrant when on, unless its circuit is open
+    (``paused_too``: even then; its calls are refused anyway until the probe succeeds) or the URL
+    policy refuses it. Asks Qdrant nothing."""
     cfg = get_qdrant_settings()
-    if not cfg.active or (not paused_too and failed_recently(cfg)):
+    if not cfg.active or (not paused_too and circuit_open(cfg)):
         return None
-    return QdrantStore(cfg)
+    try:
+        return QdrantStore(cfg)
+    except QdrantUnavailable as exc:
+        logger.warning("qdrant writes skipped: %s", exc)
+        return None

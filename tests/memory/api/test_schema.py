@@ -196,6 +196,7 @@ def test_the_answers_match_the_schema(schema, admin_api, anon_api, alice):
     check("post", "/api/settings/qdrant/cleanup", body={})
     check("delete", "/api/memory/{memory_id}", one)
     check("get", "/api/memory/{memory_id}", one, status=404)
+    check("get", "/api/audit", path="/api/audit?action=memory.delete")
     check("post", "/api/memory", body={"apiKeyId": owner, "content": " "}, status=400)
     Checked(schema, anon_api)("get", "/api/memory", status=401)
     documented = {name for name, _ in operations(schema)} - {"PATCH /api/memory/{memory_id}"}

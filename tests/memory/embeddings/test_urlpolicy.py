@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from memory.embeddings.urlpolicy import UrlPolicyError, check_outbound_url
+from memory.urlpolicy import UrlPolicyError, check_outbound_url
 
 
 def resolves_to(*addresses: str):

@@ -41,6 +41,8 @@ class HashSource(EmbeddingSource):
 def clean_qdrant(settings):
     for name, value in QDRANT_DEFAULTS.items():
         setattr(settings, name, value)
+    # The servers these tests stand up or expect to fail are on loopback: the URL policy's one switch.
+    settings.MEMORY_ALLOW_PRIVATE_URLS = True
     qdrant.reset_clients()
     yield
     qdrant.reset_clients()

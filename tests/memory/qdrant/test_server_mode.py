@@ -13,7 +13,8 @@ from tests.memory.qdrant.conftest import DIM
 
 pytestmark = pytest.mark.django_db
 
-BASE = "https://q.test:6333"
+# A public address (the outbound URL policy resolves names; respx answers for it, nothing is sent).
+BASE = "https://93.184.216.34:6333"
 KEY = "server-secret-1234"
 
 
@@ -37,7 +38,7 @@ def server(db, respx_mock):
     update_qdrant_settings(
         {
             "enabled": True,
-            "host": "https://q.test",
+            "host": "https://93.184.216.34",
             "apiKey": KEY,
             "quantization": "int8",
             "timeoutSeconds": 2,

@@ -300,16 +300,18 @@ def test_mirror_upsert_delete_and_payload_refresh(qdrant_on, source, alice):
 
 
 def test_mirror_failures_are_logged_not_raised_and_pause_mirroring(
-    qdrant_on, source, alice, monkeypatch, caplog
+    qdrant_on, source, alice, monkeypatch, caplog, settings
 ):
+    settings.MEMORY_BREAKER_FAILURES = 1  # the circuit opens at the first failure
     memory = make_memory(alice, "doomed")
     calls = []
 
-    def upsert(self, items):
-        calls.append(items)
+    def upsert(*args, **kwargs):
+        calls.append(args)
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(qdrant.QdrantStore, "upsert", upsert)
+    # qdrant-client's call fails (inside the connection's breaker), not our store's code.
+    monkeypatch.setattr(client.connection_for(get_qdrant_settings()).client, "upsert", upsert)
     with caplog.at_level(logging.WARNING, logger="memory.vectorsync"):
         assert vectorsync.mirror_upsert(items_for(memory), signature=source.signature) == 0
     assert "qdrant upsert of 1 memories" in caplog.text and "boom" in caplog.text

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memory.models import Memory
-from memory.retrieval.engine import retrieve_for_chat
+from memory.retrieval.chat import retrieve_for_chat
 from memory.services import usage
 from tests.factories import make_memory
 

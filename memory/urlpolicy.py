@@ -1,7 +1,14 @@
 """Outbound URL policy: which URLs the server may call on a user's behalf (SSRF guard).
 
-Any URL an operator or user can configure (a remote embedding endpoint, a memory backend) is checked
-here before every request. Upstream's guard skipped DNS, CGNAT and IPv4-mapped IPv6 (spec §13 B16).
+Every URL an operator or user can configure is checked here: a remote embedding endpoint and a rerank
+endpoint before every request (``memory.embeddings.remote``, ``memory.retrieval.rerank``), a Qdrant
+server when its settings are saved (no DNS then) and before its client connects
+(``memory.vectorstores.qdrant.client``), and the hosts of the Pinecone and HTTP memory backends when
+their configuration is parsed and before they connect (``memory.backends.pinecone``,
+``memory.backends.http``). Loopback and private networks are refused unless the operator
+allows them (``MemorySettings.private_urls_allowed``: the ``allowPrivateUrls`` setting or
+``MEMORY_ALLOW_PRIVATE_URLS``); metadata, link-local and the other special addresses never are. DNS,
+CGNAT and IPv4 carried in IPv6 are all checked.
 
 Known limit: the check resolves the name, then the HTTP client resolves it again when it connects,
 so a DNS server answering differently the second time (DNS rebinding) is not caught. Redirects
@@ -95,6 +102,7 @@ def check_outbound_url(
     *,
     allow_private: bool = False,
     resolver: Resolver = socket.getaddrinfo,
+    resolve: bool = True,
 ) -> None:
     """Raise ``UrlPolicyError`` unless ``url`` is safe to request; return ``None`` if it is.
 
@@ -104,6 +112,8 @@ def check_outbound_url(
     routable: never metadata, link-local, multicast, unspecified, reserved or CGNAT, and not
     private or loopback unless ``allow_private`` (a self-hosted embedding server on the LAN).
     IPv4 addresses carried inside IPv6 ones are unwrapped first (``::ffff:127.0.0.1`` is loopback).
+    ``resolve=False`` checks everything but the addresses a name resolves to (a setting saved before
+    its server is up); the check before connecting must resolve.
     """
     if not isinstance(url, str) or not url:
         raise UrlPolicyError("URL is empty")
@@ -138,6 +148,8 @@ def check_outbound_url(
         addresses: list[IPAddress] = [ipaddress.ip_address(host.split("%")[0] if ":" in host else host)]
         literal = True
     except ValueError:
+        if not resolve:
+            return
         addresses = _resolve(host, port or (443 if scheme == "https" else 80), resolver)
         literal = False
     for address in addresses:

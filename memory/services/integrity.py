@@ -1,0 +1,238 @@
+"""Do the indexes agree with the memories? The checks and repairs of ``manage.py verify_indexes``.
+
+Every memory has one FTS5 document (rowid = ``seq``) and, once embedded, one sqlite-vec vector and one
+point in each mirror (Qdrant, when on). They follow the rows through triggers and
+:mod:`memory.services.vectorsync`; what can still part them is a crash, an old bug (vectors written for
+rows deleted while they were embedded), or a damaged file. :func:`verify` compares them, runs
+SQLite's ``PRAGMA integrity_check`` and FTS5's ``integrity-check``; :func:`repair` fixes what it found:
+
+* FTS: documents missing are indexed; documents of gone rows, or an index that still does not match
+  its rows, make it rebuild the whole index from ``memories`` (FTS5's ``rebuild``);
+* vectors of gone rows are deleted (sqlite-vec, and the mirrors' sweep);
+* memories marked indexed but without a vector are queued again (``needs_reindex``) and the reindex
+  is scheduled; the mirrors backfill what they lack.
+
+A damaged database file (``integrity_check`` not ``ok``) is reported, never "repaired": restore a
+backup.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from django.db import DatabaseError, connection, transaction
+
+from memory.conf import get_memory_settings
+from memory.services import vectorsync
+from memory.services.indexing import delete_orphan_vectors, schedule_reindex, vector_context
+from memory.vectorstores import registry
+
+logger = logging.getLogger("memory.integrity")
+
+FTS_TABLE = "memory_fts"
+VEC_TABLE = "memory_vec"
+
+
+@dataclass
+class MirrorCheck:
+    """One mirror's points against the vectors it should hold (``error``: it could not be asked)."""
+
+    name: str
+    points: int | None = None
+    expected: int | None = None
+    error: str | None = None
+
+
+@dataclass
+class IndexReport:
+    """What :func:`verify` found. ``vectors`` is None when sqlite-vec holds no table (never built,
+    or not loaded); ``problems`` says in words what is wrong (empty: all agree)."""
+
+    memories: int
+    pending: int
+    fts_documents: int
+    fts_missing: int
+    fts_orphans: int
+    fts_integrity: str
+    vectors: int | None
+    vectors_missing: int
+    vector_orphans: int
+    database_integrity: str
+    mirrors: list[MirrorCheck] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+
+def _scalar(sql: str, params: list[Any] | None = None) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params or [])
+        return int(cursor.fetchone()[0])
+
+
+def _has_table(name: str) -> bool:
+    return bool(_scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = %s", [name]))
+
+
+def index_counts() -> dict[str, int | bool | None]:
+    """The cheap part of :func:`verify`, for the engine status: memories, FTS documents, vectors
+    (None without a vector table), memories waiting for one, and whether the three agree. Two
+    queries at most (the engine tab keeps a query budget)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT count(*) FROM memories), "
+            f"(SELECT count(*) FROM {FTS_TABLE}_docsize), "
+            "(SELECT count(*) FROM memories WHERE needs_reindex), "
+            "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = %s)",
+            [VEC_TABLE],
+        )
+        memories, fts, pending, has_vectors = (int(v) for v in cursor.fetchone())
+    vectors = _scalar(f"SELECT count(*) FROM {VEC_TABLE}_rowids") if has_vectors else None
+    agree = fts == memories and (vectors is None or vectors + pending == memories)
+    return {"memories": memories, "fts": fts, "vectors": vectors, "pending": pending, "consistent": agree}
+
+
+def _database_integrity() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA integrity_check")
+        lines = [str(row[0]) for row in cursor.fetchall()]
+    return "ok" if lines == ["ok"] else "; ".join(lines[:10])
+
+
+def _fts_integrity() -> str:
+    """FTS5's own check, with rank 1: the index must also match the rows of ``memories``."""
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
+    except DatabaseError as exc:
+        return str(exc)
+    return "ok"
+
+
+def _mirror_checks(vectors: int | None, memories: int, pending: int) -> list[MirrorCheck]:
+    checks = []
+    expected = vectors if vectors is not None else memories - pending
+    for store in registry.mirror_stores(paused_too=True):
+        check = MirrorCheck(name=store.name, expected=expected)
+        try:
+            check.points = store.count()
+        except Exception as exc:
+            check.error = store.note_failure(exc)
+        checks.append(check)
+    return checks
+
+
+def verify() -> IndexReport:
+    """Compare the memories with their FTS documents, vectors and mirror points, and run SQLite's and
+    FTS5's integrity checks (read only)."""
+    memories = _scalar("SELECT count(*) FROM memories")
+    pending = _scalar("SELECT count(*) FROM memories WHERE needs_reindex")
+    docs = f"{FTS_TABLE}_docsize"
+    fts_documents = _scalar(f"SELECT count(*) FROM {docs}")
+    fts_missing = _scalar(f"SELECT count(*) FROM memories WHERE seq NOT IN (SELECT id FROM {docs})")
+    fts_orphans = _scalar(f"SELECT count(*) FROM {docs} WHERE id NOT IN (SELECT seq FROM memories)")
+    vectors: int | None = None
+    vectors_missing = vector_orphans = 0
+    if _has_table(VEC_TABLE):
+        rowids = f"{VEC_TABLE}_rowids"
+        vectors = _scalar(f"SELECT count(*) FROM {rowids}")
+        vectors_missing = _scalar(
+            f"SELECT count(*) FROM memories WHERE NOT needs_reindex AND seq NOT IN (SELECT rowid FROM {rowids})"
+        )
+        vector_orphans = _scalar(
+            f"SELECT count(*) FROM {rowids} WHERE rowid NOT IN (SELECT seq FROM memories)"
+        )
+    report = IndexReport(
+        memories=memories,
+        pending=pending,
+        fts_documents=fts_documents,
+        fts_missing=fts_missing,
+        fts_orphans=fts_orphans,
+        fts_integrity=_fts_integrity(),
+        vectors=vectors,
+        vectors_missing=vectors_missing,
+        vector_orphans=vector_orphans,
+        database_integrity=_database_integrity(),
+        mirrors=_mirror_checks(vectors, memories, pending),
+    )
+    report.problems = _problems(report)
+    return report
+
+
+def _problems(report: IndexReport) -> list[str]:
+    problems = []
+    if report.database_integrity != "ok":
+        problems.append(f"PRAGMA integrity_check: {report.database_integrity}")
+    if report.fts_missing:
+        problems.append(f"{report.fts_missing} memories have no FTS document")
+    if report.fts_orphans:
+        problems.append(f"{report.fts_orphans} FTS documents belong to no memory")
+    if report.fts_integrity != "ok":
+        problems.append(f"FTS5 integrity-check: {report.fts_integrity}")
+    if report.vectors_missing:
+        problems.append(f"{report.vectors_missing} memories marked indexed have no vector")
+    if report.vector_orphans:
+        problems.append(f"{report.vector_orphans} vectors belong to no memory")
+    for mirror in report.mirrors:
+        if mirror.error is not None:
+            problems.append(f"{mirror.name}: not reachable ({mirror.error})")
+        elif mirror.points != mirror.expected:
+            problems.append(f"{mirror.name}: {mirror.points} points for {mirror.expected} vectors")
+    return problems
+
+
+@dataclass
+class Repairs:
+    """What :func:`repair` did."""
+
+    fts_indexed: int = 0
+    fts_rebuilt: bool = False
+    vector_orphans_removed: int = 0
+    vectors_requeued: int = 0
+    mirrors_swept: dict[str, int] = field(default_factory=dict)
+    mirrors_backfilled: dict[str, dict] = field(default_factory=dict)
+    reindex_scheduled: bool = False
+
+
+def repair(report: IndexReport) -> Repairs:
+    """Fix what ``report`` found (see the module docstring); each step is its own transaction."""
+    done = Repairs()
+    if report.fts_missing:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {FTS_TABLE}(rowid, content, key, context, owner_id) "
+                "SELECT seq, content, key, context, owner_id FROM memories "
+                f"WHERE seq NOT IN (SELECT id FROM {FTS_TABLE}_docsize)"
+            )
+            done.fts_indexed = cursor.rowcount
+    # Documents of gone rows cannot be deleted one by one (an external-content index needs the old
+    # text), and an index that still fails FTS5's check holds stale text: rebuild it from the rows.
+    if report.fts_orphans or (report.fts_integrity != "ok" and _fts_integrity() != "ok"):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
+        done.fts_rebuilt = True
+    if report.vector_orphans:
+        done.vector_orphans_removed = delete_orphan_vectors(vector_context().write_store)
+    if report.vectors_missing:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE memories SET needs_reindex = 1 WHERE NOT needs_reindex "
+                f"AND seq NOT IN (SELECT rowid FROM {VEC_TABLE}_rowids)"
+            )
+            done.vectors_requeued = cursor.rowcount
+    if any(m.error is None and m.points != m.expected for m in report.mirrors):
+        days = get_memory_settings().retentionDays
+        done.mirrors_swept = vectorsync.sweep_mirrors(retention_days=days)
+        done.mirrors_backfilled = vectorsync.backfill_mirrors(retention_days=days)
+    if done.vectors_requeued or report.pending:
+        schedule_reindex()
+        done.reindex_scheduled = True
+    logger.info("verify_indexes repairs: %s", done)
+    return done
