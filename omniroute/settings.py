@@ -11,6 +11,8 @@ import os
 import secrets
 from pathlib import Path
 
+import redis
+
 from omniroute.datadir import make_private
 from omniroute.env import envbool, envchoice, envfloat, envint, envlist, envstr, key_bytes, request_header
 
@@ -241,11 +243,19 @@ HUEY_CONSUMER = {
     "backoff": 1.15,
     "max_delay": 1.0,
 }
+# A Redis that accepts connections but never answers must not hold a request: every queue call gives up
+# after this long (above the consumer's 1 s blocking read), and the hand-off after commit logs it.
+REDIS_SOCKET_TIMEOUT_SECONDS = envfloat("REDIS_SOCKET_TIMEOUT_SECONDS", 5.0, minimum=1.5)
 if REDIS_URL:
     HUEY = {
         "huey_class": "huey.RedisHuey",
         "name": "omniroute",
-        "url": REDIS_URL,
+        # A pool of our own, for its timeouts (Huey's ``url`` takes none).
+        "connection_pool": redis.ConnectionPool.from_url(
+            REDIS_URL,
+            socket_timeout=REDIS_SOCKET_TIMEOUT_SECONDS,
+            socket_connect_timeout=REDIS_SOCKET_TIMEOUT_SECONDS,
+        ),
         "immediate": HUEY_IMMEDIATE,
         "consumer": HUEY_CONSUMER,
     }

@@ -267,3 +267,39 @@ def test_a_failed_hand_off_never_raises_and_the_next_one_retries_what_was_missed
     finally:
         handoff._recoveries.pop("test work", None)
         HEALTH.reset()
+
+
+def test_a_redis_that_accepts_but_never_answers_holds_a_hand_off_only_its_socket_timeout(tmp_path):
+    """Before, Huey's client had no socket timeout: the hand-off after a commit waited forever."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepts (the kernel completes the handshake) and never answers
+    port = silent.getsockname()[1]
+    code = (
+        "import time\n"
+        "from huey.contrib.djhuey import HUEY\n"
+        "from memory.tasks.handoff import hand_off\n"
+        "started = time.monotonic()\n"
+        "ok = hand_off(lambda: HUEY.storage.enqueue(b'probe'), what='probe')\n"
+        "print(ok, round(time.monotonic() - started, 1))\n"
+    )
+    env = {
+        **Instance(tmp_path, port).env,
+        "REDIS_SOCKET_TIMEOUT_SECONDS": "1.5",
+    }
+    try:
+        result = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", code],
+            cwd=settings.BASE_DIR,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        silent.close()
+    assert result.returncode == 0, result.stderr
+    ok, seconds = result.stdout.strip().splitlines()[-1].split()  # the log goes to the same stream
+    assert ok == "False"  # logged and left to the retry, not raised
+    assert float(seconds) < 15  # the timeout (1.5 s, perhaps once per retry of the client), not forever
+    assert "TimeoutError" in result.stdout + result.stderr
