@@ -27,9 +27,10 @@ import builtins
 import math
 import uuid
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -404,3 +405,34 @@ class MemoryBackend:
     def health(self) -> Health:
         """Probe the store; never raises (an unreachable store is ``ok=False`` with the reason)."""
         raise NotImplementedError
+
+
+class Scanned(Protocol):
+    """What a scanning backend keeps of a stored record: at least the record."""
+
+    @property
+    def record(self) -> MemoryRecord: ...
+
+
+class ScanReads:
+    """``list`` and ``count`` for a backend that reads an owner's live records by scanning them: it
+    gives ``_live(owner, filters)`` (newest first, filters applied) and ``_guard()`` (its store's
+    failures as ``BackendUnavailable``). Put it before :class:`MemoryBackend` in the bases."""
+
+    def _guard(self) -> AbstractContextManager[None]:
+        raise NotImplementedError
+
+    def _live(self, owner: uuid.UUID, filters: Filters) -> Sequence[Scanned]:
+        raise NotImplementedError
+
+    def list(
+        self, owner: uuid.UUID, *, filters: Filters = NO_FILTERS, limit: int = 50, offset: int = 0
+    ) -> Page:
+        check_page(limit, offset)
+        with self._guard():
+            live = self._live(owner, filters)
+        return Page([s.record for s in live[offset : offset + limit]], len(live))
+
+    def count(self, owner: uuid.UUID, *, filters: Filters = NO_FILTERS) -> int:
+        with self._guard():
+            return len(self._live(owner, filters))

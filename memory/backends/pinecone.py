@@ -62,7 +62,7 @@ from memory.backends.base import (
     MemoryDraft,
     MemoryHit,
     MemoryRecord,
-    Page,
+    ScanReads,
     as_vector,
     check_changes,
     check_dimension,
@@ -166,7 +166,7 @@ class _Stored:
     has_vector: bool
 
 
-class PineconeBackend(MemoryBackend):
+class PineconeBackend(ScanReads, MemoryBackend):
     """Records as vectors of one Pinecone index, a namespace per owner; see the module docstring."""
 
     type_name = "pinecone"
@@ -459,18 +459,6 @@ class PineconeBackend(MemoryBackend):
         if stored is None or not stored.record.live(timezone.now()):
             return None
         return stored.record
-
-    def list(
-        self, owner: uuid.UUID, *, filters: Filters = NO_FILTERS, limit: int = 50, offset: int = 0
-    ) -> Page:
-        check_page(limit, offset)
-        with self._guard():
-            live = self._live(owner, filters)
-        return Page([s.record for s in live[offset : offset + limit]], len(live))
-
-    def count(self, owner: uuid.UUID, *, filters: Filters = NO_FILTERS) -> int:
-        with self._guard():
-            return len(self._live(owner, filters))
 
     def search(
         self, owner: uuid.UUID, query: str, *, limit: int = 10, filters: Filters = NO_FILTERS

@@ -53,7 +53,7 @@ from memory.backends.base import (
     MemoryDraft,
     MemoryHit,
     MemoryRecord,
-    Page,
+    ScanReads,
     as_vector,
     check_changes,
     check_dimension,
@@ -166,7 +166,7 @@ def _decode(raw: bytes | str) -> _Stored:
     return _Stored(record, vector)
 
 
-class RedisBackend(MemoryBackend):
+class RedisBackend(ScanReads, MemoryBackend):
     """Records in one Redis database under ``config.prefix``; see the module docstring."""
 
     type_name = "redis"
@@ -423,18 +423,6 @@ class RedisBackend(MemoryBackend):
             return None
         record = _decode(raw).record
         return record if record.live(timezone.now()) else None
-
-    def list(
-        self, owner: uuid.UUID, *, filters: Filters = NO_FILTERS, limit: int = 50, offset: int = 0
-    ) -> Page:
-        check_page(limit, offset)
-        with self._guard():
-            live = self._live(owner, filters)
-        return Page([s.record for s in live[offset : offset + limit]], len(live))
-
-    def count(self, owner: uuid.UUID, *, filters: Filters = NO_FILTERS) -> int:
-        with self._guard():
-            return len(self._live(owner, filters))
 
     def search(
         self, owner: uuid.UUID, query: str, *, limit: int = 10, filters: Filters = NO_FILTERS
