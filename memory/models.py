@@ -9,15 +9,17 @@ original's ``memory_id`` mirror was never filled on insert, so its FTS joins mis
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 import uuid
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from django.db import connection, models
+from django.db import connection, models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memory.crypto import EncryptedTextField
 from memory.exceptions import ValidationFailed
 
 
@@ -56,6 +58,44 @@ class ApiKeyManager(models.Manager["ApiKey"]):
         return super().get_queryset().exclude(pk=HEALTH_PROBE_ID)
 
 
+class MemoryProvider(models.Model):
+    """A configured memory backend (``memory/backends/``) that API keys may keep their memories in.
+
+    ``type`` is a registry type string (``native``, ``inmemory``, ``redis``, ``chromadb``, ``lancedb``,
+    ``pinecone``, ``http``) and the configuration is that type's config object as JSON. The whole
+    configuration is stored encrypted (it holds API keys, passwords in URLs, auth headers); reads mask
+    its secrets (``memory.services.providers``). A provider in use by a key cannot be deleted.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=64, unique=True)
+    type = models.CharField(max_length=16)
+    config_json = EncryptedTextField(default="{}")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "memory provider"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.type})"
+
+    @transaction.atomic
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # Atomic: a new row's ciphertext is bound to its id and written right after the insert.
+        super().save(*args, **kwargs)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        value = json.loads(self.config_json or "{}")
+        return value if isinstance(value, dict) else {}
+
+    @config.setter
+    def config(self, value: dict[str, Any]) -> None:
+        self.config_json = json.dumps(value, sort_keys=True)
+
+
 class ApiKey(models.Model):
     """A client key for the gateway; its ``id`` is the memory owner (``apiKeyId``).
 
@@ -74,6 +114,13 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # Where this key's memories live: None is the native store (this database's rows and indexes).
+    provider = models.ForeignKey(
+        MemoryProvider, null=True, blank=True, on_delete=models.PROTECT, related_name="primary_for"
+    )
+    fallbacks = models.ManyToManyField(
+        MemoryProvider, through="ProviderFallback", blank=True, related_name="fallback_for"
+    )
 
     # The first manager is the default one: it hides the health probe. ``all_objects`` includes it (for
     # memory/services/health.py alone); ruff's DJ012 takes a bare ``models.Manager()`` for a field.
@@ -112,6 +159,24 @@ class ApiKey(models.Model):
         return next(iter(cls.objects.raw(cls._active_sql, [hash_secret(secret)])), None)
 
     _active_sql: ClassVar[str | None] = None
+
+
+class ProviderFallback(models.Model):
+    """One fallback of a key's provider, in order (``position`` 0 is tried first)."""
+
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="fallback_links")
+    provider = models.ForeignKey(MemoryProvider, on_delete=models.PROTECT, related_name="fallback_links")
+    position = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["api_key", "provider"], name="fallback_once_per_key"),
+            models.UniqueConstraint(fields=["api_key", "position"], name="fallback_position_per_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.api_key_id} → {self.provider_id} (#{self.position})"
 
 
 class TokenScope(models.TextChoices):
@@ -322,6 +387,7 @@ class AuditAction(models.TextChoices):
     MEMORY_SUMMARIZE = "memory.summarize"
     MEMORY_COMPACT = "memory.compact"
     CREDENTIAL_REVOKE = "credential.revoke"
+    CREDENTIAL_DELETE = "credential.delete"
     SETTINGS_CHANGE = "settings.change"
 
 

@@ -86,6 +86,29 @@ def to_record(memory: Memory) -> MemoryRecord:
     )
 
 
+def to_memory(record: MemoryRecord) -> Memory:
+    """A provider's record as an unsaved ``Memory``, so every surface shapes it as a native row
+    (``memory.shapes.memory_json``, the Studio's templates). It has no ``seq``: it is never saved
+    here, and :mod:`memory.store` sends its changes to the record's provider."""
+    return Memory(
+        seq=None,
+        uuid=record.id,
+        owner_id=record.owner,
+        session_id=record.session_id,
+        type=record.type,
+        key=record.key,
+        content=record.content,
+        metadata=dict(record.metadata),
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        expires_at=record.expires_at,
+        importance=record.importance,
+        needs_reindex=False,
+        access_count=0,
+        last_accessed_at=None,
+    )
+
+
 @contextmanager
 def _guard(name: str) -> Iterator[None]:
     """The database failing (locked past its deadline, unreadable) is the store being unavailable."""
