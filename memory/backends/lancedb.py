@@ -1,4 +1,6 @@
 """The LanceDB backend: a local directory of Lance datasets, opened with the ``lancedb`` package.
+(The remote mode, a LanceDB Cloud/Enterprise server, is ``memory.backends.lancedb_remote``; the
+configuration below and the schema, literals and row mapping here serve both.)
 
 One table per owner, ``{table_prefix}{owner hex}``, so an owner's rows, its full-text statistics and
 its deletes never touch another owner's dataset. Every predicate sent to the store also names the
@@ -32,7 +34,9 @@ upserting the same new key at the same moment could each insert a row. Every fai
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import json
+import math
 import re
 import threading
 import time
@@ -72,8 +76,10 @@ from memory.backends.base import (
     check_draft,
     check_page,
 )
+from memory.conf import get_memory_settings
 from memory.exceptions import Conflict, DomainError
 from memory.retrieval.relevance import query_terms
+from memory.urlpolicy import UrlPolicyError, check_outbound_url
 
 # Writes to one table by this process between two ``optimize()`` calls (index the new rows, compact
 # the one-row fragments each merge_insert adds).
@@ -94,29 +100,148 @@ RECORD_COLUMNS = [
     "importance",
 ]
 TEXT_INDEX = "text_idx"
+# The configuration fields of the remote mode only (refused in local mode when not their defaults).
+REMOTE_ONLY = frozenset(
+    {
+        "api_key",
+        "database",
+        "region",
+        "host_override",
+        "vector_weight",
+        "full_text_weight",
+        "retries",
+        "timeout_seconds",
+    }
+)
+# LanceDB Cloud database names (the host's first label) and regions.
+DATABASE_NAME_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+REGION_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{0,31}")
 
 
 @dataclass(frozen=True)
 class LanceDBConfig:
-    """A local LanceDB directory. ``path``: the directory (empty: ``lancedb`` in the data directory;
-    a relative path is taken from the data directory); ``dimension``: every vector's dimension, fixed
-    in the tables' schema; ``table_prefix``: the start of each owner's table name."""
+    """A LanceDB database: a local directory (the default), or a LanceDB Cloud/Enterprise server
+    when ``uri`` is set (``memory.backends.lancedb_remote``).
+
+    Both modes: ``dimension``, every vector's dimension, fixed in the tables' schema;
+    ``table_prefix``, the start of each owner's table name. Local mode: ``path``, the directory
+    (empty: ``lancedb`` in the data directory; a relative path is taken from the data directory).
+
+    Remote mode: ``uri`` is ``db://name`` (LanceDB Cloud: the host is
+    ``https://{name}.{region}.api.lancedb.com``, or ``host_override`` for Enterprise) or the server's
+    ``http(s)://`` URL; ``api_key`` is sent as ``x-api-key`` and ``database`` (default: the name of a
+    ``db://`` uri) as ``x-lancedb-database``. ``vector_weight`` and ``full_text_weight`` weigh the two
+    rankings of a hybrid search (the defaults are LanceDB's ``LinearCombinationReranker``'s 0.7/0.3).
+    ``retries`` retries a failed connection; ``timeout_seconds`` bounds each request. The remote-only
+    fields are refused in local mode, so a forgotten ``uri`` is not silently a local directory.
+    """
 
     dimension: int
     path: str = ""
     table_prefix: str = "memories_"
+    uri: str = ""
+    api_key: str = ""
+    database: str = ""
+    region: str = "us-east-1"
+    host_override: str = ""
+    vector_weight: float = 0.7
+    full_text_weight: float = 0.3
+    retries: int = 2
+    timeout_seconds: float = 10.0
 
     def __post_init__(self) -> None:
         check_dimension(self.dimension)
-        if "://" in self.path:
-            raise BackendConfigError(
-                "path must be a local directory (remote LanceDB Cloud/Enterprise is not supported yet)",
-                field="config.path",
-            )
         if not TABLE_PREFIX_PATTERN.fullmatch(self.table_prefix):
             raise BackendConfigError(
                 "table_prefix must be 1 to 64 letters, digits, '_' or '-'", field="config.table_prefix"
             )
+        if self.remote:
+            self._check_remote()
+            return
+        if "://" in self.path:
+            raise BackendConfigError(
+                "path must be a local directory; a LanceDB Cloud/Enterprise database goes in uri",
+                field="config.path",
+            )
+        for spec in dataclasses.fields(self):
+            if spec.name in REMOTE_ONLY and getattr(self, spec.name) != spec.default:
+                raise BackendConfigError(
+                    f"{spec.name} is for a remote database: set uri, or remove {spec.name}",
+                    field=f"config.{spec.name}",
+                )
+
+    def _check_remote(self) -> None:
+        if self.path:
+            raise BackendConfigError(
+                "path is for a local directory; a remote database (uri) takes none", field="config.path"
+            )
+        if self.uri.startswith("db://"):
+            if not DATABASE_NAME_PATTERN.fullmatch(self.uri[len("db://") :]):
+                raise BackendConfigError(
+                    "a db:// uri names the database: db://name, letters, digits and '-'", field="config.uri"
+                )
+            if not REGION_PATTERN.fullmatch(self.region):
+                raise BackendConfigError(
+                    "region must be a LanceDB Cloud region such as us-east-1", field="config.region"
+                )
+        elif self.uri.startswith(("http://", "https://")):
+            if self.host_override:
+                raise BackendConfigError(
+                    "host_override is for a db:// uri; an http(s):// uri is the host already",
+                    field="config.host_override",
+                )
+        else:
+            raise BackendConfigError(
+                "uri must be db://name (LanceDB Cloud) or the server's http(s):// URL", field="config.uri"
+            )
+        if self.host_override and not self.host_override.startswith(("http://", "https://")):
+            raise BackendConfigError("host_override must be an http(s):// URL", field="config.host_override")
+        if not self.api_key:
+            raise BackendConfigError("api_key is required for a remote database", field="config.api_key")
+        for name in ("api_key", "database"):
+            # Both are sent as headers; httpx would refuse a line break only at the first request.
+            if any(ch in getattr(self, name) for ch in "\r\n"):
+                raise BackendConfigError(f"{name} must not contain line breaks", field=f"config.{name}")
+        for name in ("vector_weight", "full_text_weight"):
+            value = float(getattr(self, name))
+            if not math.isfinite(value) or value < 0:
+                raise BackendConfigError(f"{name} must be a number of 0 or more", field=f"config.{name}")
+        if self.vector_weight + self.full_text_weight <= 0:
+            raise BackendConfigError(
+                "vector_weight and full_text_weight must not both be 0", field="config.vector_weight"
+            )
+        if self.retries < 0:
+            raise BackendConfigError("retries must not be negative", field="config.retries")
+        if self.timeout_seconds <= 0:
+            raise BackendConfigError("timeout_seconds must be positive", field="config.timeout_seconds")
+        try:
+            # Names are resolved before each request, not on save (the server may not be up yet).
+            check_outbound_url(
+                self.base_url, allow_private=get_memory_settings().private_urls_allowed, resolve=False
+            )
+        except UrlPolicyError as exc:
+            field = "config.host_override" if self.host_override else "config.uri"
+            raise BackendConfigError(f"{field[len('config.') :]}: {exc}", field=field) from None
+
+    @property
+    def remote(self) -> bool:
+        """Whether this is a LanceDB Cloud/Enterprise database (``uri`` set) rather than a directory."""
+        return bool(self.uri)
+
+    @property
+    def base_url(self) -> str:
+        """The remote server's URL, without a trailing slash (remote mode only)."""
+        if self.uri.startswith("db://"):
+            name = self.uri[len("db://") :]
+            return (self.host_override or f"https://{name}.{self.region}.api.lancedb.com").rstrip("/")
+        return self.uri.rstrip("/")
+
+    @property
+    def database_name(self) -> str:
+        """What ``x-lancedb-database`` carries: ``database``, else a ``db://`` uri's name ("": none)."""
+        if self.database:
+            return self.database
+        return self.uri[len("db://") :] if self.uri.startswith("db://") else ""
 
     @property
     def directory(self) -> Path:
@@ -421,9 +546,19 @@ class LanceDBBackend(MemoryBackend):
         return record, True
 
     def update(
-        self, owner: uuid.UUID, memory_id: uuid.UUID, changes: Mapping[str, Any]
+        self,
+        owner: uuid.UUID,
+        memory_id: uuid.UUID,
+        changes: Mapping[str, Any],
+        *,
+        embedding: Sequence[float] | np.ndarray | None = None,
     ) -> MemoryRecord | None:
         checked = check_changes(changes)
+        given = (
+            None
+            if embedding is None
+            else as_vector(embedding, dimension=self.config.dimension, field="embedding")
+        )
         with self._guard(), self._lock:
             table = self._table(owner, create=False)
             if table is None:
@@ -447,8 +582,8 @@ class LanceDBBackend(MemoryBackend):
             if "importance" in checked:
                 fields["importance"] = float(checked["importance"])
             record = MemoryRecord(**fields, updated_at=_utc(timezone.now()))
-            vector = None
-            if record.content == old.content and found["vector"] is not None:
+            vector = given
+            if vector is None and record.content == old.content and found["vector"] is not None:
                 vector = np.asarray(found["vector"], dtype=np.float32)
             self._write(table, [_row(record, vector)])
             return record

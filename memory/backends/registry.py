@@ -17,11 +17,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from memory.backends.base import BackendConfigError, MemoryBackend, check_dimension
 from memory.backends.chromadb import ChromaBackend, ChromaConfig
 from memory.backends.http import HttpBackend, HttpConfig
 from memory.backends.inmemory import InMemoryBackend
 from memory.backends.lancedb import LanceDBBackend, LanceDBConfig
+from memory.backends.lancedb_remote import LanceDBRemoteBackend
 from memory.backends.native import NativeBackend
 from memory.backends.pinecone import PineconeBackend, PineconeConfig
 from memory.backends.redis import RedisBackend, RedisConfig
@@ -58,7 +61,13 @@ def _build_chromadb(config: Any, name: str | None) -> MemoryBackend:
     return ChromaBackend(config, name=name)
 
 
-def _build_lancedb(config: Any, name: str | None) -> MemoryBackend:
+def _build_lancedb(
+    config: Any, name: str | None, *, embed: Callable[[str], np.ndarray] | None = None
+) -> MemoryBackend:
+    # ``embed`` (the query embedder) gives the remote mode its hybrid search; the local mode has no
+    # hybrid search, so it is not used there.
+    if config.remote:
+        return LanceDBRemoteBackend(config, name=name, embed=embed)
     return LanceDBBackend(config, name=name)
 
 
@@ -72,11 +81,14 @@ def _build_http(config: Any, name: str | None) -> MemoryBackend:
 
 @dataclass(frozen=True)
 class BackendType:
-    """A type string's configuration class and builder (None: the type is planned, not available)."""
+    """A type string's configuration class and builder (None: the type is planned, not available),
+    and the keyword ``options`` its builder takes besides the configuration (objects of this
+    process, such as an embedder, that no saved configuration can hold)."""
 
     config: type | None
-    build: Callable[[Any, str | None], MemoryBackend] | None
+    build: Callable[..., MemoryBackend] | None
     summary: str
+    options: frozenset[str] = frozenset()
 
 
 TYPES: dict[str, BackendType] = {
@@ -84,7 +96,12 @@ TYPES: dict[str, BackendType] = {
     "inmemory": BackendType(InMemoryConfig, _build_inmemory, "process memory, for tests and development"),
     "redis": BackendType(RedisConfig, _build_redis, "a Redis server, JSON records under a key prefix"),
     "chromadb": BackendType(ChromaConfig, _build_chromadb, "a ChromaDB server (REST v2), two collections"),
-    "lancedb": BackendType(LanceDBConfig, _build_lancedb, "LanceDB, a local directory of Lance tables"),
+    "lancedb": BackendType(
+        LanceDBConfig,
+        _build_lancedb,
+        "LanceDB: a local directory of Lance tables, or a LanceDB Cloud/Enterprise database",
+        frozenset({"embed"}),
+    ),
     "pinecone": BackendType(PineconeConfig, _build_pinecone, "a Pinecone index, a namespace per owner"),
     "http": BackendType(HttpConfig, _build_http, "a generic HTTP memory service (Obsidian, Notion presets)"),
 }
@@ -147,11 +164,16 @@ def _spec(type_name: str) -> BackendType:
 
 
 def build_backend(
-    type_name: str, config: Mapping[str, Any] | None = None, *, name: str | None = None
+    type_name: str, config: Mapping[str, Any] | None = None, *, name: str | None = None, **options: Any
 ) -> MemoryBackend:
-    """A backend of ``type_name`` configured by ``config``, named ``name`` (default: the type)."""
+    """A backend of ``type_name`` configured by ``config``, named ``name`` (default: the type).
+    ``options`` go to the builder of a type that takes them (``lancedb``: ``embed``); one the type
+    does not take is a ``TypeError``, a mistake in our code rather than in a configuration."""
     parsed = parse_config(type_name, config)
-    build = _spec(type_name).build
-    if build is None:  # parse_config refused it already; kept for the type checker
+    spec = _spec(type_name)
+    if spec.build is None:  # parse_config refused it already; kept for the type checker
         raise BackendConfigError(f"backend type {type_name!r} is not available yet", field="type")
-    return build(parsed, name)
+    unknown = sorted(set(options) - spec.options)
+    if unknown:
+        raise TypeError(f"the {type_name} backend takes no option {unknown[0]!r}")
+    return spec.build(parsed, name, **options)
