@@ -17,6 +17,7 @@ from typing import Any
 from gateway.models import UpstreamProvider
 from gateway.providers import enabled_providers, select_provider
 from memory import strictjson
+from memory.backends.base import BackendUnavailable
 from memory.conf import get_memory_settings
 from memory.injection import inject_memory, last_user_query, should_inject_memory
 from memory.models import ApiKey
@@ -169,8 +170,9 @@ def route_and_inject(
     the part of a chat request that the gateway and the Studio's injection preview share.
 
     ``body`` must have passed :func:`validate_body`. Raises :class:`GatewayError` when no enabled
-    provider serves the model. Memory never fails a chat: unreadable settings or a failing recall are
-    logged and the request goes on without memory (``resolution["error"]`` says so).
+    provider serves the model. Memory never fails a chat: unreadable settings, a failing recall or a
+    key's memory provider that is down (``resolution["provider"]`` names it) are logged and the request
+    goes on without memory (``resolution["error"]`` says so).
     ``touch=False`` leaves access counters alone (previews).
     """
     model = body["model"]
@@ -221,6 +223,16 @@ def route_and_inject(
             routed.recalled = True
             # inject_memory returns an unchanged copy when there is nothing to say.
             routed.injected = routed.body != body
+        except BackendUnavailable as exc:
+            # The key's memory provider and its fallbacks are down: an outage, not a bug (no traceback).
+            logger.warning(
+                "gateway.memory.provider_unavailable",
+                extra={"api_key": str(api_key.pk), "model": model, "backend": exc.backend},
+            )
+            routed.resolution = {
+                "error": "recall skipped: the key's memory provider is unavailable",
+                "provider": exc.backend or None,
+            }
         except Exception as exc:
             logger.exception(
                 "gateway.memory.recall_failed", extra={"api_key": str(api_key.pk), "model": model}

@@ -3,8 +3,9 @@
 Contract of :func:`send_chat`: it POSTs the body to ``{base_url}/chat/completions`` with the provider's
 key and returns the upstream response whatever its status (errors are the caller's to pass through); it
 raises :class:`UpstreamFailure` only when no response arrived: 504 on a timeout, 502 on a connection or
-protocol error. Non-streaming responses are read in full; streaming ones are returned open (the caller
-must ``aclose()`` them).
+protocol error, 503 (:class:`ProviderKeyUnreadable`) when the provider's stored key cannot be decrypted
+and nothing was sent. Non-streaming responses are read in full; streaming ones are returned open (the
+caller must ``aclose()`` them).
 
 One ``httpx.AsyncClient`` (and so one connection pool) is kept per event loop: a client's pool is bound
 to the loop it first ran on, and the Django test client or a WSGI server may run each request on a new
@@ -15,11 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import weakref
 
 import httpx
 
 from gateway.models import UpstreamProvider
+from memory.crypto import SecretUnreadable
 
 logger = logging.getLogger("gateway.upstream")
 
@@ -46,6 +49,52 @@ class UpstreamFailure(Exception):
         return "timeout_error" if self.status == 504 else "upstream_error"
 
 
+class ProviderKeyUnreadable(UpstreamFailure):
+    """The provider's stored API key cannot be decrypted with the configured master key (it was
+    written under another ``MEMORY_ENCRYPTION_KEY``, or altered), so nothing was sent upstream.
+
+    503 Service Unavailable, not 502 Bad Gateway: 502 says the upstream answered badly, and would send
+    the operator to look at an upstream that was never contacted; the fault is this service's
+    configuration, and the service cannot serve this model until an operator restores the key or
+    enters the provider's key again. No ``Retry-After``: waiting does not fix it. Not 500: the cause
+    is known and named, and the error body says what to change.
+    """
+
+    type = "server_error"
+
+    def __init__(self, provider: UpstreamProvider) -> None:
+        super().__init__(
+            f"The stored API key of upstream provider {provider.name!r} cannot be read with the current "
+            "MEMORY_ENCRYPTION_KEY (it was encrypted with another key). An operator must configure the "
+            "key it was written with, or enter the provider's API key again.",
+            status=503,
+            code="provider_key_unreadable",
+        )
+
+
+_reported: set[tuple[object, str]] = set()
+_reported_lock = threading.Lock()
+
+
+def provider_api_key(provider: UpstreamProvider) -> str:
+    """The provider's clear API key; :class:`ProviderKeyUnreadable` when it cannot be decrypted.
+
+    The cause (both key ids) is logged once per provider and cause, not once per request: every
+    request routed to the provider meets it until an operator acts."""
+    try:
+        return provider.api_key
+    except SecretUnreadable as exc:
+        with _reported_lock:
+            first = (provider.pk, str(exc)) not in _reported
+            _reported.add((provider.pk, str(exc)))
+        if first:
+            logger.error(
+                "gateway.upstream.key_unreadable",
+                extra={"provider": provider.name, "error": str(exc)},
+            )
+        raise ProviderKeyUnreadable(provider) from exc
+
+
 def get_client() -> httpx.AsyncClient:
     """The client of the running event loop (created on first use)."""
     loop = asyncio.get_running_loop()
@@ -64,8 +113,9 @@ def _headers(provider: UpstreamProvider, *, stream: bool) -> dict[str, str]:
     if stream:
         # A compressed event stream would be buffered by the decoder: ask for it as is.
         headers.update({"Accept": "text/event-stream", "Accept-Encoding": "identity"})
-    if provider.api_key:
-        headers["Authorization"] = f"Bearer {provider.api_key}"
+    api_key = provider_api_key(provider)
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
     return headers
 
 
@@ -108,7 +158,10 @@ async def send_chat(provider: UpstreamProvider, payload: bytes, *, stream: bool)
 async def list_models(provider: UpstreamProvider, *, timeout: float = 10.0) -> list[str]:
     """The model ids the upstream's ``GET /models`` reports; ``[]`` (logged) when it cannot say."""
     client = get_client()
-    headers = _headers(provider, stream=False)
+    try:
+        headers = _headers(provider, stream=False)
+    except ProviderKeyUnreadable:  # logged once by provider_api_key; the listing goes on without it
+        return []
     headers.pop("Content-Type")
     try:
         response = await client.get(

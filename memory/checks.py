@@ -1,14 +1,17 @@
-"""System checks: the store cannot work without extension loading and FTS5."""
+"""System checks: the store cannot work without extension loading and FTS5 (``memory.E001``), and
+every stored secret must open with the configured master key (``memory.E002``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Tags, register
-from django.db import connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+
+from memory.crypto import EncryptedTextField, SecretUnreadable, decrypt_field, is_encrypted, local_key_path
 
 FTS5_MODULE = "fts5"
 
@@ -57,4 +60,82 @@ def check_sqlite_extensions(
                     id="memory.E001",
                 )
             )
+    return errors
+
+
+SECRET_REMEDY = (
+    "Configure the master key these secrets were written with (MEMORY_ENCRYPTION_KEY, "
+    "MEMORY_ENCRYPTION_KEY_FILE, or the data directory's encryption.key), or enter each named secret "
+    "again (the admin's Gateway > Upstream providers; PUT /api/settings/* for a secret setting)."
+)
+
+
+def unreadable_secrets(alias: str = DEFAULT_DB_ALIAS) -> list[str]:
+    """Every stored secret of database ``alias`` that the configured master key cannot open, each
+    named by its row and why: the ``EncryptedTextField`` columns of every model and the encrypted
+    runtime settings. Tables not created yet (a database before ``migrate``) have nothing to check.
+
+    Reads the stored text (``values_list``), never an instance, and does not create the data
+    directory's key when none exists: that would hide the missing key behind a new one."""
+    connection = connections[alias]
+    tables = set(connection.introspection.table_names())
+    stored: list[tuple[str, dict[str, Any], str]] = []
+    for model in apps.get_models():
+        if model._meta.db_table not in tables:
+            continue
+        for field in model._meta.concrete_fields:
+            if not isinstance(field, EncryptedTextField):
+                continue
+            rows = model._base_manager.using(alias).exclude(**{field.attname: ""})
+            for pk, value in rows.values_list("pk", field.attname):
+                if is_encrypted(value):
+                    where = f"{model._meta.label} row {pk} ({field.name})"
+                    stored.append((where, field.binding(pk), value))
+    setting_model = apps.get_model("memory", "Setting")
+    if setting_model._meta.db_table in tables:
+        for key, value in setting_model.objects.using(alias).values_list("key", "value"):
+            if isinstance(value, str) and is_encrypted(value):
+                binding: dict[str, Any] = {
+                    "table": setting_model._meta.db_table,
+                    "row_id": key,
+                    "field": "value",
+                }
+                stored.append((f"the setting {key}", binding, value))
+    if stored and settings.MEMORY_ENCRYPTION_KEY is None and not local_key_path().exists():
+        return [
+            f"{where}: no master key is configured and {local_key_path()} is missing"
+            for where, _, _ in stored
+        ]
+    problems = []
+    for where, binding, value in stored:
+        try:
+            decrypt_field(value, **binding)
+        except SecretUnreadable as exc:
+            problems.append(f"{where}: {exc}")
+    return problems
+
+
+@register(Tags.database, Tags.security)
+def check_stored_secrets(
+    app_configs: Sequence[AppConfig] | None = None, databases: Sequence[str] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """``memory.E002`` for each stored secret the master key cannot open.
+
+    A database check, which Django runs where a command names its database: ``migrate`` (the first
+    step of every start, ``make run`` included) and ``check --database default``. So a changed key
+    stops the start before the gateway answers 503 for each provider it cannot use. Not run by
+    every command: opening an old install's database before ``serve`` or ``bootstrap`` tighten its
+    permissions would create its ``-wal`` and ``-shm`` files with the database's old mode."""
+    errors: list[CheckMessage] = []
+    for alias in databases or []:
+        try:
+            problems = unreadable_secrets(alias)
+        except DatabaseError:
+            # A database that cannot be opened or read is what every command reports first, with
+            # its own error; this check has nothing to add to it.
+            continue
+        errors.extend(
+            Error(f"A stored secret cannot be decrypted: {problem}", hint=SECRET_REMEDY, id="memory.E002")
+            for problem in problems
+        )
     return errors

@@ -10,8 +10,13 @@ The master key (32 bytes) is ``MEMORY_ENCRYPTION_KEY`` (or the file named by
 ``<data dir>/encryption.key`` (mode 0600): encryption is on by default, and the key lives beside the
 database but in its own file, so a backup of the database alone holds no readable secret. The key id
 (an HMAC of the key) is stored in each ciphertext so that key rotation can tell old ciphertexts from
-new ones; today one key is configured at a time, and a ciphertext of another key is refused with both
-ids named.
+new ones. During a rotation ``MEMORY_ENCRYPTION_KEY_PREVIOUS`` (or ``…_FILE``) names the old key: it
+still opens what it wrote, and ``manage.py rotate_encryption_key`` rewrites that under the current
+key (``memory.services.encryption.rotate_master_key``). A ciphertext of a key that is neither is
+refused with the ids named.
+
+The same master key wraps the per-owner data keys of the encrypted memories
+(``memory.backends.encrypted``, ``memory.services.encryption``).
 
 Values written before encryption existed (no ``enc:v1:`` prefix) are read as they are:
 ``gateway/migrations/0002`` encrypts them, and every later write stores ciphertext.
@@ -45,6 +50,10 @@ logger = logging.getLogger("memory.crypto")
 PREFIX = "enc:v1:"
 NONCE_BYTES = 12
 LOCAL_KEY_NAME = "encryption.key"
+# The metadata field of a memory sealed by ``memory.backends.encrypted``: its ciphertext. Here, not in
+# that module, because the native indexing (``memory.services.indexing``) must recognise sealed rows
+# and cannot import the backends (they import it).
+SEALED_METADATA_FIELD = "_sealed"
 
 
 class SecretUnreadable(Exception):
@@ -88,6 +97,26 @@ def master_key() -> MasterKey:
         return _local_keys[path]
 
 
+def previous_master_key() -> MasterKey | None:
+    """The key being rotated away from (``MEMORY_ENCRYPTION_KEY_PREVIOUS``), or None: it only opens."""
+    previous: bytes | None = getattr(settings, "MEMORY_ENCRYPTION_KEY_PREVIOUS", None)
+    return None if previous is None else MasterKey(previous)
+
+
+def master_keys() -> list[MasterKey]:
+    """Every key that may open a ciphertext: the current one first, then the previous one."""
+    keys = [master_key()]
+    previous = previous_master_key()
+    if previous is not None and previous.key_id != keys[0].key_id:
+        keys.append(previous)
+    return keys
+
+
+def master_key_by_id(key_id: str) -> MasterKey | None:
+    """The configured key (current or previous) whose id is ``key_id``, or None."""
+    return next((key for key in master_keys() if key.key_id == key_id), None)
+
+
 def _read_or_create_local_key(path: Path) -> bytes:
     if not path.exists():
         # Written aside and linked into place: two processes starting together both end up reading
@@ -119,6 +148,11 @@ def is_encrypted(value: object) -> bool:
     return isinstance(value, str) and value.startswith(PREFIX)
 
 
+def key_id_of(stored: str) -> str:
+    """The id of the master key that wrote ``stored`` (an ``enc:v1:`` value)."""
+    return stored.removeprefix(PREFIX).partition(":")[0]
+
+
 def _associated_data(key_id: str, table: str, row_id: object, field: str) -> bytes:
     return "\x1f".join((PREFIX, key_id, table, str(row_id), field)).encode()
 
@@ -141,13 +175,14 @@ def decrypt_field(stored: str, *, table: str, row_id: object, field: str) -> str
     if not is_encrypted(stored):
         return stored
     key_id, _, payload = stored.removeprefix(PREFIX).partition(":")
-    key = master_key()
+    key = master_key_by_id(key_id)
     where = f"{table}.{field} of row {row_id}"
-    if key_id != key.key_id:
+    if key is None:
+        configured = " and ".join(k.key_id for k in master_keys())
         raise SecretUnreadable(
-            f"The secret in {where} was encrypted with key {key_id}; the configured key is {key.key_id}. "
+            f"The secret in {where} was encrypted with key {key_id}; the configured key is {configured}. "
             "Configure the key it was written with (MEMORY_ENCRYPTION_KEY, MEMORY_ENCRYPTION_KEY_FILE "
-            "or the data directory's encryption.key)."
+            "or the data directory's encryption.key; during a rotation, MEMORY_ENCRYPTION_KEY_PREVIOUS)."
         )
     try:
         raw = base64.urlsafe_b64decode(payload.encode())
@@ -193,6 +228,10 @@ class EncryptedTextField(models.TextField):
     when the save is atomic, as ``UpstreamProvider.save`` is). ``bulk_create`` of a row without an id and ``QuerySet.update(field="clear")`` are
     refused (``ValueError``) rather than writing the secret in clear. Filtering on the field is
     meaningless (every write has a new nonce).
+
+    Serialisation (``dumpdata``, ``django.core.serializers``) writes the ciphertext, never the clear
+    value: a dump is as safe to keep as the database. A raw save (``loaddata``) stores a ciphertext
+    as it is (it opens again because the dump keeps the row's id) and encrypts a clear value.
     """
 
     descriptor_class = _DecryptingAttribute
@@ -208,18 +247,65 @@ class EncryptedTextField(models.TextField):
             pre_save.connect(self._mark_saving, sender=cls, weak=False, dispatch_uid=uid)
             post_save.connect(self._seal_inserted, sender=cls, weak=False, dispatch_uid=uid)
 
-    @classmethod
-    def _mark_saving(cls, sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:
-        instance.__dict__[cls._saving] = True
+    def _mark_saving(
+        self, sender: type[models.Model], instance: models.Model, raw: bool = False, **kwargs: Any
+    ) -> None:
+        instance.__dict__[self._saving] = True
+        stored = instance.__dict__.get(self.attname)
+        if raw and stored:
+            # A raw save writes getattr(), which the descriptor would open into clear text: the
+            # column is written empty here and the sealed value right after, in post_save.
+            instance.__dict__[f"_pending_{self.attname}"] = stored
+            instance.__dict__[self.attname] = ""
 
-    def _seal_inserted(self, sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:
+    def _seal_inserted(
+        self, sender: type[models.Model], instance: models.Model, raw: bool = False, **kwargs: Any
+    ) -> None:
         instance.__dict__.pop(self._saving, None)
         pending = instance.__dict__.pop(f"_pending_{self.attname}", None)
         if pending:
-            sealed = encrypt_field(pending, **self.binding(instance.pk))
+            if raw and is_encrypted(pending):
+                sealed = pending
+            else:
+                sealed = encrypt_field(pending, **self.binding(instance.pk))
             sender._base_manager.using(kwargs.get("using")).filter(pk=instance.pk).update(
                 **{self.attname: sealed}
             )
+            if raw:
+                instance.__dict__[self.attname] = sealed
+
+    def _held(self, obj: models.Model) -> Any:
+        """What the instance holds, without opening it: the stored ciphertext until the attribute is
+        first read, the clear value after that (or after an assignment)."""
+        if self.attname not in obj.__dict__:
+            obj.refresh_from_db(fields=[self.attname])
+        return obj.__dict__.get(self.attname)
+
+    def value_from_object(self, obj: models.Model) -> Any:
+        """The clear value; for a secret the configured key cannot open, its stored text.
+
+        Serialisers and ``model_to_dict`` call this for every row. It leaves the instance holding the
+        ciphertext (so :meth:`value_to_string` can write it as stored), and one unreadable secret must
+        not abort a whole dump, which then carries that ciphertext unchanged."""
+        held = self._held(obj)
+        if not is_encrypted(held):
+            return held
+        try:
+            return decrypt_field(held, **self.binding(obj.pk))
+        except SecretUnreadable:
+            return held
+
+    def value_to_string(self, obj: models.Model) -> str:
+        """The stored ciphertext (what ``dumpdata`` writes): as read from the database, or sealed again
+        (with a fresh nonce, for the same row) when the instance holds the clear value."""
+        stored = self._held(obj) or ""
+        if not stored or is_encrypted(stored):
+            return stored
+        if obj.pk is None:
+            raise ValueError(
+                f"{self.model.__name__}.{self.name} is encrypted with the row's id: save the row first"
+            )
+        return encrypt_field(stored, **self.binding(obj.pk))
 
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:
         clear = getattr(model_instance, self.attname)

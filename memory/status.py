@@ -17,7 +17,7 @@ from django.db import connection
 from memory.conf import MemorySettings, get_memory_settings
 from memory.embeddings.catalog import EMBEDDERS
 from memory.embeddings.remote import RemoteSource
-from memory.embeddings.runtime import cache_stats, local_model_built, static_built
+from memory.embeddings.runtime import cache_stats, local_model_built, readable_provider_key, static_built
 from memory.models import VectorMeta
 from memory.retrieval.rerank import rerank_available
 from memory.services.indexing import VectorContext, index_signature, reindex_needed, vector_context
@@ -229,7 +229,7 @@ def embedding_providers() -> list[dict]:
         providers.append(
             {
                 "provider": row.name,
-                "hasKey": bool(row.api_key),
+                "hasKey": readable_provider_key(row) is not None,
                 "models": [{"id": f"{row.name}/{m}", "name": m, "dimensions": d} for m, d in models],
             }
         )

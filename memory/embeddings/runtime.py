@@ -13,11 +13,13 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.apps import apps
 from django.conf import settings as django_settings
 
 from memory.conf import MemorySettings
+from memory.crypto import SecretUnreadable
 from memory.embeddings.base import EmbeddingSource
 from memory.embeddings.cache import CachedSource, EmbeddingCache
 from memory.embeddings.catalog import AUTO_ORDER, EMBEDDERS, INT8_SUFFIX, MINILM, STATIC_MODEL, LocalModel
@@ -120,7 +122,25 @@ def provider_endpoint(ref: str | None) -> tuple[str, str, str | None] | None:
     provider = Provider.objects.filter(name=provider_name).first()
     if provider is None or not provider.base_url:
         return None
-    return provider.base_url, model, provider.api_key or None
+    return provider.base_url, model, readable_provider_key(provider)
+
+
+_unreadable_reported: set[tuple[object, str]] = set()
+
+
+def readable_provider_key(provider: Any) -> str | None:
+    """An upstream provider's clear API key; ``None`` when it has none, or when the configured
+    master key cannot decrypt it (logged once per provider and cause: the gateway answers 503 for it,
+    the admin shows it, and ``manage.py check`` fails on it). Readers that only use the key for an
+    optional feature (remote embeddings, rerank, the Studio's lists) then go on without it."""
+    try:
+        return provider.api_key or None
+    except SecretUnreadable as exc:
+        cause = (provider.pk, str(exc))
+        if cause not in _unreadable_reported:
+            _unreadable_reported.add(cause)
+            logger.error("Upstream provider %r has an unreadable API key: %s", provider.name, exc)
+        return None
 
 
 def resolve(settings: MemorySettings) -> Resolution:

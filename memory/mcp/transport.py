@@ -5,7 +5,13 @@
   again on every call, so revoking it takes effect at once;
 * Streamable HTTP at ``/mcp`` — :class:`McpHttpApp`, mounted in front of
   Django by ``omniroute.asgi``: each HTTP request carries
-  ``Authorization: Bearer <token>``, checked before the SDK sees the request.
+  ``Authorization: Bearer <token>``, checked before the SDK sees the request,
+  and a body of at most ``OMNIROUTE_MAX_BODY_BYTES`` (the REST API's limit;
+  beyond it a 413 in the API's error envelope, naming ``body``). A POST must be
+  ``application/json`` (else a 415 in the envelope) and strict JSON
+  (:func:`memory.strictjson.loads`: no NaN or Infinity, no number beyond a
+  double, no lone surrogate, no deep nesting), else a JSON-RPC parse error
+  (400, code -32700) naming where, as the SDK answers other unparsable bodies.
 
 The HTTP side runs the SDK's session manager in *stateless* mode with JSON
 responses: no session state lives in the process, so any worker can answer
@@ -22,7 +28,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import weakref
+from collections import deque
 from typing import TYPE_CHECKING
 
 from asgiref.sync import sync_to_async
@@ -31,7 +39,9 @@ from django.http.request import split_domain_port, validate_host
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import PARSE_ERROR
 
+from memory import strictjson
 from memory.exceptions import PermissionDenied
 from memory.mcp.server import build_server, principal_for_secret
 from memory.principals import Principal
@@ -43,7 +53,7 @@ from memory.shapes import error_envelope as envelope
 
 if TYPE_CHECKING:
     # The ASGI types of the SDK's session manager (Starlette's; it comes with the SDK).
-    from starlette.types import Receive, Scope, Send
+    from starlette.types import Message, Receive, Scope, Send
 
 logger = logging.getLogger("memory.mcp")
 
@@ -96,6 +106,9 @@ class _ManagerRunner:
                 stateless_http=True,
                 json_response=True,
                 transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+                # The limit is McpHttpApp's (read per request, answered in our envelope); the SDK's
+                # own, fixed when it starts, would answer a plain-text 413.
+                max_request_body_size=sys.maxsize,
             )
             manager = server.session_manager
             async with manager.run():
@@ -115,15 +128,84 @@ class _ManagerRunner:
 RawResponse = tuple[int, list[tuple[bytes, bytes]], bytes]
 
 
-def _json(status: int, message: str, headers: dict[str, str] | None = None) -> RawResponse:
-    body = json.dumps(envelope(message, status_code=status)).encode()
+def _json(
+    status: int,
+    message: str,
+    headers: dict[str, str] | None = None,
+    details: list[dict[str, str]] | None = None,
+) -> RawResponse:
+    return _raw_json(status, envelope(message, status_code=status, details=details), headers)
+
+
+def _raw_json(status: int, payload: object, headers: dict[str, str] | None = None) -> RawResponse:
+    body = json.dumps(payload).encode()
     raw_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw_headers += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     return status, raw_headers, body
 
 
+async def _answer(send: Send, response: RawResponse) -> None:
+    status, headers, body = response
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _too_large(limit: int) -> RawResponse:
+    message = f"The request body is larger than {limit} bytes (OMNIROUTE_MAX_BODY_BYTES)"
+    return _json(413, message, details=[{"field": "body", "message": message}])
+
+
+def _not_json(scope: Scope) -> RawResponse | None:
+    """The 415 for a POST that is not ``application/json`` (the SDK would answer it in plain text)."""
+    if scope.get("method") != "POST":
+        return None
+    content_type = next((v for k, v in scope.get("headers", []) if k.lower() == b"content-type"), b"")
+    if content_type.decode("latin-1").strip().lower().startswith("application/json"):
+        return None
+    message = "The request body must be JSON-RPC sent as Content-Type: application/json"
+    return _json(415, message, details=[{"field": "Content-Type", "message": message}])
+
+
+def _not_strict_json(scope: Scope, body: bytes) -> RawResponse | None:
+    """The JSON-RPC parse error for a POST body that :func:`memory.strictjson.loads` refuses.
+
+    The SDK's parser takes NaN, Infinity and 1e400 (as a float), which no tool can store or send
+    back: the call then failed inside the tool with no word of where."""
+    if scope.get("method") != "POST":
+        return None
+    try:
+        strictjson.loads(body)
+    except ValueError as exc:
+        error = {"code": PARSE_ERROR, "message": f"Parse error: {exc}"}
+        return _raw_json(400, {"jsonrpc": "2.0", "id": None, "error": error})
+    return None
+
+
+async def _bounded_body(scope: Scope, receive: Receive, limit: int) -> deque[Message] | RawResponse | None:
+    """The request's body, read whole into one ``http.request`` message to hand to the SDK, or the
+    413 to answer when it is (or says it is) over ``limit`` bytes; ``None`` when the client
+    disconnected first. A declared ``Content-Length`` over the limit is refused before any read."""
+    declared = next((v for k, v in scope.get("headers", []) if k.lower() == b"content-length"), b"")
+    if declared.strip().isdigit() and int(declared) > limit:
+        return _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return _too_large(limit)
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return deque([{"type": "http.request", "body": b"".join(chunks), "more_body": False}])
+
+
 class McpHttpApp:
-    """ASGI app for ``/mcp``: checks the host and the bearer token, then hands over to the SDK."""
+    """ASGI app for ``/mcp``: checks the host, the bearer token and the body (size, type, strict
+    JSON), then hands over to the SDK."""
 
     def __init__(self) -> None:
         self._runners: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _ManagerRunner] = (
@@ -133,12 +215,25 @@ class McpHttpApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         outcome = await self._authenticate(scope)
         if not isinstance(outcome, Principal):
-            status, headers, body = outcome
-            await send({"type": "http.response.start", "status": status, "headers": headers})
-            await send({"type": "http.response.body", "body": body})
-            return
+            return await _answer(send, outcome)
+        refused = _not_json(scope)
+        if refused is not None:
+            return await _answer(send, refused)
+        replay = await _bounded_body(scope, receive, django_settings.OMNIROUTE_MAX_BODY_BYTES)
+        if replay is None:  # the client went away before its body arrived
+            return None
+        if isinstance(replay, tuple):
+            return await _answer(send, replay)
+        refused = _not_strict_json(scope, replay[0]["body"])
+        if refused is not None:
+            return await _answer(send, refused)
+
+        async def receive_again() -> Message:
+            # The body once, as read; then the client's own messages (its disconnect).
+            return replay.popleft() if replay else await receive()
+
         manager = await self._manager()
-        await manager.handle_request({**scope, PRINCIPAL_SCOPE_KEY: outcome}, receive, send)
+        await manager.handle_request({**scope, PRINCIPAL_SCOPE_KEY: outcome}, receive_again, send)
 
     async def _authenticate(self, scope: Scope) -> Principal | RawResponse:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
