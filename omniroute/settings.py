@@ -60,6 +60,13 @@ SILENCED_SYSTEM_CHECKS = ["security.W001"]
 # The master key of the secrets stored encrypted (memory/crypto.py): 32 bytes, base64 or hex. Unset:
 # a key generated into <data dir>/encryption.key at first use.
 MEMORY_ENCRYPTION_KEY = key_bytes("MEMORY_ENCRYPTION_KEY", envstr("MEMORY_ENCRYPTION_KEY"))
+# During a master key rotation, the old key (it only opens; docs/backends.md "Encryption at rest").
+MEMORY_ENCRYPTION_KEY_PREVIOUS = key_bytes(
+    "MEMORY_ENCRYPTION_KEY_PREVIOUS", envstr("MEMORY_ENCRYPTION_KEY_PREVIOUS")
+)
+# The owners' wrapped data keys of the encrypted memories: a file, never in the database (backups of
+# the database alone then cannot be opened, and deleting a key there shreds its memories everywhere).
+MEMORY_KEYRING_PATH = Path(envstr("MEMORY_KEYRING_PATH") or DATA_DIR / "memory-keyring.json").resolve()
 
 INSTALLED_APPS = [
     "daphne",
@@ -322,6 +329,9 @@ SPECTACULAR_SETTINGS = {
         "SettingsStrategyEnum": "memory.conf.STRATEGIES",
         "RetrievalStrategyEnum": "memory.retrieval.engine.STRATEGIES",
         "SettingsVectorStoreEnum": "memory.conf.VECTOR_STORES",
+        # Two choice sets of fields named "type": each needs its name.
+        "TypeEnum": "memory.models.MemoryType",
+        "ProviderTypeEnum": "memory.api.views_providers.TYPE_NAMES",
     },
 }
 

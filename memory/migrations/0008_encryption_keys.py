@@ -1,4 +1,7 @@
-# Encryption at rest: the owners' data keys (filled by the encryption work).
+# Encryption at rest: the owners' data keys are deliberately NOT in the database. They live in the
+# keyring file (memory.services.encryption.FileKeyring, MEMORY_KEYRING_PATH), so that a copy of the
+# database holds no key, and deleting a key shreds its memories in every backup. This migration stays,
+# empty, because 0009 depends on it.
 
 from django.db import migrations
 

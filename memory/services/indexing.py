@@ -9,6 +9,15 @@ signature than the live source makes (a settings change, an ``auto`` source
 that now resolves to another model, a new quantisation): searches then fall
 back to FTS, every memory counts as pending, and the reindex, scheduled by
 the settings write or by the first read that meets it, rebuilds the table.
+
+Rows sealed by the encrypted backend (``memory.backends.encrypted``: their
+metadata holds ``_sealed``) are never embedded here: their content is a blind
+index, not text. Their vectors are the ones the caller gave
+(``store_with_embedding``). When such a row is flagged (its content or key
+changed, or the vector table was rebuilt), :func:`settle_sealed` drops the
+vector it may still have, which no longer matches, and clears the flag; a
+forced reindex does not flag them (:func:`flag_for_reindex`), so it keeps
+their vectors.
 """
 
 from __future__ import annotations
@@ -23,8 +32,10 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 from django.db import connection, transaction
+from django.db.models import Q
 
 from memory.conf import MemorySettings, get_memory_settings
+from memory.crypto import SEALED_METADATA_FIELD
 from memory.embeddings.base import EmbeddingError, EmbeddingSource
 from memory.embeddings.runtime import Resolution, get_source
 from memory.models import Memory
@@ -276,6 +287,35 @@ def delete_orphan_vectors(store: VectorStore | None) -> int:
     return len(orphans)
 
 
+def sealed_rows() -> Q:
+    """The rows the encrypted backend sealed: never embedded from their (blind) content."""
+    return Q(metadata__has_key=SEALED_METADATA_FIELD)
+
+
+def settle_sealed(ctx: VectorContext, seqs: Sequence[int] | None = None) -> int:
+    """Clear the flag of the flagged sealed rows (of ``seqs``, or all) and drop their vectors from
+    every index: the content or key the vector was given for changed, and only the caller that holds
+    the clear text can give a new one. Returns how many rows were settled."""
+    flagged = Memory.objects.filter(sealed_rows(), needs_reindex=True)
+    if seqs is not None:
+        flagged = flagged.filter(seq__in=list(seqs))
+    if not flagged.exists():
+        return 0  # the common case: no write lock taken
+    with transaction.atomic():
+        settled = list(flagged.values_list("seq", flat=True))
+        if ctx.write_store is not None:
+            ctx.write_store.delete(settled)
+        vectorsync.after_delete(settled)
+        Memory.objects.filter(seq__in=settled).update(needs_reindex=False)
+    return len(settled)
+
+
+def flag_for_reindex() -> int:
+    """Flag every memory for re-embedding (a forced reindex), except the sealed ones: their vectors
+    came from their callers and nothing here could make them again."""
+    return Memory.objects.exclude(sealed_rows()).update(needs_reindex=True)
+
+
 def _mark_indexed(memories: Sequence[Embeddable]) -> int:
     """Clear ``needs_reindex`` of the rows whose content is still what was embedded."""
     with connection.cursor() as cursor:
@@ -327,11 +367,14 @@ def index_inline(
 def index_by_seqs(seqs: Sequence[int]) -> int:
     """Index the given memories now (the per-write task). Logs and returns 0 when impossible."""
     ctx = vector_context()
+    settle_sealed(ctx, seqs)
     if not ctx.usable:
         logger.info("vectors skipped for %s memories: %s", len(seqs), ctx.reason)
         return 0
     memories = list(
-        Memory.objects.filter(seq__in=list(seqs), needs_reindex=True).only("seq", "owner_id", "content")
+        Memory.objects.filter(seq__in=list(seqs), needs_reindex=True)
+        .exclude(sealed_rows())
+        .only("seq", "owner_id", "content")
     )
     try:
         return sum(
@@ -364,7 +407,11 @@ def lazy_index(owner_ids: Iterable[uuid.UUID | str] | None, ctx: VectorContext, 
     # Walk the partial index of pending rows (tiny when the index is up to date);
     # left to itself the planner prefers the owner index and visits every row
     # of the owner.
-    sql = "SELECT seq FROM memories INDEXED BY memory_needs_reindex WHERE needs_reindex"
+    # Sealed rows are never embedded (a blind index is no text); the write path settles them.
+    sql = (
+        "SELECT seq FROM memories INDEXED BY memory_needs_reindex WHERE needs_reindex "
+        f"AND json_type(metadata, '$.\"{SEALED_METADATA_FIELD}\"') IS NULL"
+    )
     params: list[str | int] = []
     if owner_ids is not None:
         owners = [owner_hex(o) for o in owner_ids]
@@ -436,14 +483,17 @@ def reindex_if_stale() -> bool:
 
 
 def reindex_batch(ctx: VectorContext, *, limit: int = 100) -> dict[str, int]:
-    """One batch of the queue, oldest first: ``{processed, errors}``."""
+    """One batch of the queue, oldest first: ``{processed, errors}`` (the sealed rows flagged are
+    settled first and count as processed)."""
+    settled = settle_sealed(ctx)
     queue = [
         Pending(*row)
         for row in Memory.objects.filter(needs_reindex=True)
+        .exclude(sealed_rows())
         .order_by("created_at", "seq")
         .values_list("seq", "owner_id", "content")[:limit]
     ]
-    processed = errors = 0
+    processed, errors = settled, 0
     for start in range(0, len(queue), BATCH_SIZE):
         chunk = queue[start : start + BATCH_SIZE]
         try:
@@ -515,7 +565,7 @@ def reindex_start(*, force: bool = False) -> int:
     rebuild marks every memory), re-embeds everything. Returns the number of
     memories pending."""
     if force:
-        Memory.objects.update(needs_reindex=True)
+        flag_for_reindex()
     pending = reindex_needed(vector_context())
     schedule_reindex()
     return pending

@@ -25,6 +25,7 @@ from typing import Any
 from django.db import DatabaseError, connection, transaction
 
 from memory.conf import get_memory_settings
+from memory.crypto import SEALED_METADATA_FIELD
 from memory.services import vectorsync
 from memory.services.indexing import delete_orphan_vectors, schedule_reindex, vector_context
 from memory.vectorstores import registry
@@ -69,6 +70,11 @@ class IndexReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ok": self.ok}
+
+
+# A row sealed by the encrypted backend may lack a vector for good (its caller gave none, and its
+# blind content is never embedded): it is not a missing vector to queue again.
+NOT_SEALED = f"json_type(metadata, '$.\"{SEALED_METADATA_FIELD}\"') IS NULL"
 
 
 def _scalar(sql: str, params: list[Any] | None = None) -> int:
@@ -144,7 +150,8 @@ def verify() -> IndexReport:
         rowids = f"{VEC_TABLE}_rowids"
         vectors = _scalar(f"SELECT count(*) FROM {rowids}")
         vectors_missing = _scalar(
-            f"SELECT count(*) FROM memories WHERE NOT needs_reindex AND seq NOT IN (SELECT rowid FROM {rowids})"
+            f"SELECT count(*) FROM memories WHERE NOT needs_reindex AND {NOT_SEALED} "
+            f"AND seq NOT IN (SELECT rowid FROM {rowids})"
         )
         vector_orphans = _scalar(
             f"SELECT count(*) FROM {rowids} WHERE rowid NOT IN (SELECT seq FROM memories)"
@@ -223,7 +230,7 @@ def repair(report: IndexReport) -> Repairs:
     if report.vectors_missing:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
-                "UPDATE memories SET needs_reindex = 1 WHERE NOT needs_reindex "
+                f"UPDATE memories SET needs_reindex = 1 WHERE NOT needs_reindex AND {NOT_SEALED} "
                 f"AND seq NOT IN (SELECT rowid FROM {VEC_TABLE}_rowids)"
             )
             done.vectors_requeued = cursor.rowcount

@@ -6,8 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.bounds import MAX_POSITION, int_option
-from memory.models import Memory
-from memory.services.indexing import reindex_all, vector_context
+from memory.services.indexing import flag_for_reindex, reindex_all, vector_context
 
 
 class Command(BaseCommand):
@@ -29,7 +28,7 @@ class Command(BaseCommand):
         if not ctx.usable:
             raise CommandError(f"no vector tier: {ctx.reason}")
         if force:
-            Memory.objects.update(needs_reindex=True)
+            flag_for_reindex()
         tty = sys.stdout.isatty()
 
         def progress(done: int, total: int) -> None:
