@@ -346,12 +346,22 @@ class MemoryBackend:
         raise NotImplementedError
 
     def update(
-        self, owner: uuid.UUID, memory_id: uuid.UUID, changes: Mapping[str, Any]
+        self,
+        owner: uuid.UUID,
+        memory_id: uuid.UUID,
+        changes: Mapping[str, Any],
+        *,
+        embedding: Sequence[float] | np.ndarray | None = None,
     ) -> MemoryRecord | None:
         """Apply ``changes`` (a subset of ``UPDATABLE_FIELDS``; metadata is replaced) to the owner's
         live record; returns it, or None when there is none. A key another record of the owner uses
-        raises ``memory.exceptions.Conflict`` (field ``key``) and changes nothing. A new content drops
-        the record's vector."""
+        raises ``memory.exceptions.Conflict`` (field ``key``) and changes nothing.
+
+        ``embedding``, when given, becomes the record's vector with the changes (the vector of its new
+        content: a re-embedding). Without it, a new content drops the record's vector, which belonged
+        to the old one. A vector of another dimension than :attr:`vector_dimension` is a
+        ``BackendInputError`` (field ``embedding``) and nothing changes. A backend without the vector
+        capability holds no vectors and ignores ``embedding``."""
         raise NotImplementedError
 
     def delete(self, owner: uuid.UUID, memory_id: uuid.UUID) -> bool:

@@ -496,7 +496,12 @@ class ChromaBackend(MemoryBackend):
         return record, True
 
     def update(
-        self, owner: uuid.UUID, memory_id: uuid.UUID, changes: Mapping[str, Any]
+        self,
+        owner: uuid.UUID,
+        memory_id: uuid.UUID,
+        changes: Mapping[str, Any],
+        *,
+        embedding: Sequence[float] | np.ndarray | None = None,
     ) -> MemoryRecord | None:
         checked = check_changes(changes)
         if "metadata" in checked:
@@ -504,6 +509,11 @@ class ChromaBackend(MemoryBackend):
         if "importance" in checked:
             checked["importance"] = float(checked["importance"])
         with self._lock:
+            vector = (
+                None
+                if embedding is None
+                else as_vector(embedding, dimension=self.vector_dimension, field="embedding")
+            )
             old = self._one(owner, memory_id)
             if old is None or not old.record.live(timezone.now()):
                 return None
@@ -513,7 +523,11 @@ class ChromaBackend(MemoryBackend):
                 if holder is not None and holder.record.id != memory_id:
                     raise Conflict(f"another memory of this owner already uses key {new_key!r}", field="key")
             record = dataclasses.replace(old.record, **checked, updated_at=timezone.now())
-            token = old.token if record.content == old.record.content else ""
+            if vector is not None:
+                # The vector goes first, under a new token: until the record names it, it is not ranked.
+                token = self._write_vector(owner, memory_id, vector)
+            else:
+                token = old.token if record.content == old.record.content else ""
             self._write_record(_Stored(record, token))
             if old.token and not token:
                 self._drop_vectors(owner, [memory_id])

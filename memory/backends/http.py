@@ -49,10 +49,10 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
@@ -78,6 +78,9 @@ from memory.conf import get_memory_settings
 from memory.exceptions import Conflict
 from memory.retrieval.relevance import query_terms
 from memory.urlpolicy import UrlPolicyError, check_outbound_url
+
+if TYPE_CHECKING:  # the signature names numpy's type; this adapter handles no vectors
+    import numpy as np
 
 logger = logging.getLogger("memory.backends")
 
@@ -476,8 +479,14 @@ class HttpBackend(MemoryBackend):
         return record, True
 
     def update(
-        self, owner: uuid.UUID, memory_id: uuid.UUID, changes: Mapping[str, Any]
+        self,
+        owner: uuid.UUID,
+        memory_id: uuid.UUID,
+        changes: Mapping[str, Any],
+        *,
+        embedding: Sequence[float] | np.ndarray | None = None,
     ) -> MemoryRecord | None:
+        # ``embedding`` is ignored: the service holds no vectors (the contract's rule for such backends).
         checked = check_changes(changes)
         old = self._read(owner, memory_id)
         if old is None or not old.live(timezone.now()):

@@ -167,11 +167,21 @@ class InMemoryBackend(MemoryBackend):
             return _copy(entry.record)
 
     def update(
-        self, owner: uuid.UUID, memory_id: uuid.UUID, changes: Mapping[str, Any]
+        self,
+        owner: uuid.UUID,
+        memory_id: uuid.UUID,
+        changes: Mapping[str, Any],
+        *,
+        embedding: Sequence[float] | np.ndarray | None = None,
     ) -> MemoryRecord | None:
         checked = check_changes(changes)
         with self._lock:
             self._up()
+            vector = (
+                None
+                if embedding is None
+                else as_vector(embedding, dimension=self._dimension, field="embedding")
+            )
             entry = self._owners.get(owner, {}).get(memory_id)
             if entry is None or not entry.record.live(timezone.now()):
                 return None
@@ -183,7 +193,11 @@ class InMemoryBackend(MemoryBackend):
             if "metadata" in checked:
                 checked["metadata"] = dict(checked["metadata"])
             record = dataclasses.replace(entry.record, **checked, updated_at=timezone.now())
-            if record.content != entry.record.content:
+            if vector is not None:
+                if self._dimension is None:
+                    self._dimension = int(vector.size)
+                entry.vector = vector
+            elif record.content != entry.record.content:
                 entry.vector = None
             entry.record = record
             return _copy(record)

@@ -30,10 +30,12 @@ Every fallback is recorded: a :class:`FallbackEvent` appended to the ``events`` 
 (for retrieval's ``resolution``), a warning on the ``memory.backends`` logger, and the last
 ``RECENT_EVENTS`` kept for the engine status (:meth:`MemoryManager.recent_events`).
 
-The replay queue is in process memory: it is lost when the process ends, and then the writes it held
-stay on the fallback only (``get`` still finds them there; nothing copies them to the primary). A
-durable queue is left to the integration step, which owns where it would live. Replays run in order
-through :meth:`MemoryManager.replay` (the periodic task calls it); a store replayed keeps its id and
+Writes a fallback kept wait in a :class:`ReplayQueue`. The default, :class:`InProcessQueue`, lives in
+process memory and is lost when the process ends (the writes it held then stay on the fallback only);
+the managers of saved providers use the database's queue (``memory.backends.durable``), which
+survives a restart and holds each write's whole payload, so a write kept by a fallback that is itself
+lost with the process (``inmemory``) still reaches the primary. Replays run in order through
+:meth:`MemoryManager.replay` (the periodic task calls it); a store replayed keeps its id and
 ``created_at``, and once every queued change of a record is on the primary its copy is deleted from
 the fallback.
 """
@@ -48,7 +50,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from django.utils import timezone
@@ -64,6 +66,8 @@ from memory.backends.base import (
     MemoryRecord,
     Page,
 )
+from memory.backends.queue import InProcessQueue, PendingWrite, ReplayQueue
+from memory.exceptions import DomainError
 
 logger = logging.getLogger("memory.backends")
 
@@ -92,39 +96,33 @@ class FallbackEvent:
 
 
 @dataclass(frozen=True)
-class PendingWrite:
-    """A write a fallback took while the primary was unavailable, waiting to be replayed."""
-
-    action: Literal["store", "update", "delete"]
-    owner: uuid.UUID
-    memory_id: uuid.UUID
-    holder: str  # the fallback that holds the record
-    draft: MemoryDraft | None = None
-    embedding: np.ndarray | None = None
-    changes: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True)
 class ReplayReport:
-    """What :meth:`MemoryManager.replay` did: writes replayed, still queued, and why it stopped."""
+    """What :meth:`MemoryManager.replay` did: writes replayed, still queued, and why it stopped;
+    ``refused``: writes the primary refused for their content (kept, retried by the next replay)."""
 
     replayed: int
     pending: int
     stopped: str | None = None
+    refused: int = 0
 
 
 class MemoryManager:
     """The primary and its ordered fallbacks (distinct names), with the rules of the module docstring."""
 
-    def __init__(self, primary: MemoryBackend, fallbacks: Sequence[MemoryBackend] = ()) -> None:
+    def __init__(
+        self,
+        primary: MemoryBackend,
+        fallbacks: Sequence[MemoryBackend] = (),
+        queue: ReplayQueue | None = None,
+    ) -> None:
         names = [primary.name, *(f.name for f in fallbacks)]
         if len(set(names)) != len(names):
             raise ValueError(f"backend names must be distinct: {names}")
         self.primary = primary
         self.fallbacks = list(fallbacks)
+        self.queue = queue if queue is not None else InProcessQueue()
         self._lock = threading.Lock()
         self._replay_lock = threading.Lock()
-        self._queue: deque[PendingWrite] = deque()
         self._recent: deque[FallbackEvent] = deque(maxlen=RECENT_EVENTS)
 
     # -- bookkeeping
@@ -143,27 +141,22 @@ class MemoryManager:
             events.append(event)
 
     def _enqueue(self, write: PendingWrite) -> None:
-        with self._lock:
-            self._queue.append(write)
+        self.queue.append(replace(write, primary=self.primary.name))
 
     def pending(self) -> list[PendingWrite]:
         """The writes waiting for the primary, oldest first."""
-        with self._lock:
-            return list(self._queue)
+        return self.queue.pending()
 
     def recent_events(self) -> list[FallbackEvent]:
         with self._lock:
             return list(self._recent)
-
-    def _queued_ids(self, owner: uuid.UUID) -> set[uuid.UUID]:
-        with self._lock:
-            return {w.memory_id for w in self._queue if w.owner == owner}
 
     # -- writes
 
     def store(
         self, draft: MemoryDraft, *, events: list[FallbackEvent] | None = None
     ) -> tuple[MemoryRecord, bool]:
+        draft = self._with_id(draft)
         return self._store("store", draft, None, lambda b: b.store(draft), events)
 
     def store_with_embedding(
@@ -174,9 +167,28 @@ class MemoryManager:
         events: list[FallbackEvent] | None = None,
     ) -> tuple[MemoryRecord, bool]:
         vector = np.asarray(embedding, dtype=np.float32)
-        return self._store(
-            "store_with_embedding", draft, vector, lambda b: b.store_with_embedding(draft, vector), events
-        )
+        draft = self._with_id(draft)
+
+        def call(backend: MemoryBackend) -> tuple[MemoryRecord, bool]:
+            # A fallback without vectors keeps the record without one; the queued write keeps the
+            # vector for the primary. The primary itself answers for its capabilities.
+            if backend is self.primary or backend.capabilities.vector:
+                return backend.store_with_embedding(draft, vector)
+            return backend.store(draft)
+
+        return self._store("store_with_embedding", draft, vector, call, events)
+
+    def _with_id(self, draft: MemoryDraft) -> MemoryDraft:
+        """With fallbacks, the draft with its id and creation time chosen here: a write the primary
+        took but could not acknowledge (killed mid-write) is then kept by a fallback as the same
+        record, and its replay finds it on the primary (a store by id is idempotent) instead of making
+        a second one, with the creation time the caller was given. It costs the adapters that look a
+        given id up before storing one read, so a manager without fallbacks (where a failed write is
+        refused, never replayed) leaves both to the backend. (A keyed store that updates a record keeps
+        that record's id and creation time, as always.)"""
+        if draft.id is not None or not self.fallbacks:
+            return draft
+        return replace(draft, id=uuid.uuid4(), created_at=draft.created_at or timezone.now())
 
     def _store(
         self,
@@ -216,14 +228,19 @@ class MemoryManager:
         memory_id: uuid.UUID,
         changes: Mapping[str, Any],
         *,
+        embedding: Sequence[float] | np.ndarray | None = None,
         events: list[FallbackEvent] | None = None,
     ) -> MemoryRecord | None:
+        """Update on the primary, mirrored on the fallbacks. ``embedding`` is the vector of the new
+        content, stored with it by every backend that stores vectors (a fallback without vectors gets
+        the change alone)."""
+        vector = None if embedding is None else np.asarray(embedding, dtype=np.float32)
         return self._mirrored(
             "update",
             owner,
             memory_id,
-            lambda b: b.update(owner, memory_id, changes),
-            lambda: PendingWrite("update", owner, memory_id, "", changes=dict(changes)),
+            lambda b: _update(b, owner, memory_id, changes, vector),
+            lambda: PendingWrite("update", owner, memory_id, "", changes=dict(changes), embedding=vector),
             events,
         )
 
@@ -268,7 +285,7 @@ class MemoryManager:
             if result is not None:
                 mirrored.append((fallback.name, result))
         if failure is None:
-            if answer is None and mirrored and memory_id in self._queued_ids(owner):
+            if answer is None and mirrored and self.queue.holds(owner, memory_id):
                 # The record is still waiting for the replay: the change waits with it.
                 holder, answer = mirrored[0]
                 self._enqueue(replace(pending(), holder=holder))
@@ -294,13 +311,7 @@ class MemoryManager:
                 fallback.clear(owner, type=type)
             except Exception as exc:  # best effort, as every mirrored change
                 logger.warning("memory backend %s: mirrored clear failed: %s", fallback.name, exc)
-        with self._lock:
-            kept = [
-                w
-                for w in self._queue
-                if w.owner != owner or (type is not None and (w.draft is None or w.draft.type != type))
-            ]
-            self._queue = deque(kept)
+        self.queue.drop(owner, type=type)
         return deleted
 
     # -- reads
@@ -419,42 +430,61 @@ class MemoryManager:
     def replay(self) -> ReplayReport:
         """Replay the queued writes to the primary, oldest first, while it takes them; then delete
         from the fallbacks the records whose every queued write is on the primary. Does nothing while
-        the primary's health is not ok. Safe to call from several threads (one replay at a time)."""
-        with self._replay_lock:
+        the primary's health is not ok, or while another replayer holds the queue's lease. Safe to call
+        from several threads (one replay at a time).
+
+        A write the primary refuses for what it holds (a key another record took meanwhile, input the
+        primary does not accept) is kept with the error and retried by the next replay; the later
+        writes of that record wait behind it, so a record's writes are never applied out of order."""
+        with self._replay_lock, self.queue.lease() as held:
+            if not held:
+                return ReplayReport(0, len(self.pending()), "another process is replaying this queue")
             health = self.primary.health()
             if not health.ok:
                 return ReplayReport(0, len(self.pending()), f"{self.primary.name}: {health.error}")
-            replayed = 0
+            replayed = refused = 0
             stopped: str | None = None
             done: builtins.list[PendingWrite] = []
-            while True:
-                with self._lock:
-                    if not self._queue:
-                        break
-                    write = self._queue[0]
+            held_back: set[tuple[uuid.UUID, uuid.UUID]] = set()
+            for write in self.pending():
+                record = (write.owner, write.memory_id)
+                if record in held_back:
+                    continue
                 try:
                     self._apply(write)
                 except BackendUnavailable as exc:
                     stopped = f"{self.primary.name}: {exc.message}"
+                    self.queue.failed(write, stopped)
                     break
-                with self._lock:
-                    if self._queue and self._queue[0] is write:
-                        self._queue.popleft()
+                except DomainError as exc:
+                    refused += 1
+                    held_back.add(record)
+                    self.queue.failed(write, f"{type(exc).__name__}: {exc.message}")
+                    logger.error(
+                        "memory backend replay: %s refused the queued %s of memory %s: %s",
+                        self.primary.name,
+                        write.action,
+                        write.memory_id,
+                        exc.message,
+                    )
+                    continue
+                self.queue.remove(write)
+                self.queue.renew()
                 replayed += 1
                 done.append(write)
             self._release(done)
             if replayed:
                 logger.info("memory backend replay: %s writes replayed to %s", replayed, self.primary.name)
-            return ReplayReport(replayed, len(self.pending()), stopped)
+            return ReplayReport(replayed, len(self.pending()), stopped, refused)
 
     def _apply(self, write: PendingWrite) -> None:
         if write.action == "store" and write.draft is not None:
-            if write.embedding is not None:
+            if write.embedding is not None and self.primary.capabilities.vector:
                 self.primary.store_with_embedding(write.draft, write.embedding)
             else:
                 self.primary.store(write.draft)
         elif write.action == "update" and write.changes is not None:
-            self.primary.update(write.owner, write.memory_id, write.changes)
+            _update(self.primary, write.owner, write.memory_id, write.changes, write.embedding)
         elif write.action == "delete":
             self.primary.delete(write.owner, write.memory_id)
 
@@ -470,3 +500,16 @@ class MemoryManager:
                 holder.delete(write.owner, write.memory_id)
             except BackendUnavailable as exc:
                 logger.warning("memory backend %s: replayed copy not deleted: %s", holder.name, exc.message)
+
+
+def _update(
+    backend: MemoryBackend,
+    owner: uuid.UUID,
+    memory_id: uuid.UUID,
+    changes: Mapping[str, Any],
+    vector: np.ndarray | None,
+) -> MemoryRecord | None:
+    """``backend.update``, with the new content's vector where the backend stores vectors."""
+    if vector is not None and backend.capabilities.vector:
+        return backend.update(owner, memory_id, changes, embedding=vector)
+    return backend.update(owner, memory_id, changes)

@@ -190,23 +190,30 @@ class NativeBackend(MemoryBackend):
         ctx = vector_context()
         store = self._vector_store(ctx)
         vector = as_vector(embedding, dimension=self._dimension(ctx), field="embedding")
-        signature = ctx.live_source().signature
         with _guard(self.name), transaction.atomic():
             memory, created = self._write_row(draft)
-            if (
-                store.in_database
-                and store.signature() is None
-                and store.ensure(signature=signature, dim=vector.size)
-            ):
-                schedule_reindex()  # a new table: every other memory needs its vector too
-            vectorsync.write_in_transaction(
-                [VectorItem(memory.seq, owner_hex(memory.owner_id), vector)],
-                database=store,
-                signature=signature,
-            )
-            # The row's vector is the caller's: the indexing scheduled by the write finds nothing to do.
-            Memory.objects.filter(seq=memory.seq, content=memory.content).update(needs_reindex=False)
+            self._write_vector(ctx, store, memory, vector)
         return to_record(memory), created
+
+    def _write_vector(
+        self, ctx: VectorContext, store: VectorStore, memory: Memory, vector: np.ndarray
+    ) -> None:
+        """Write the caller's vector for the row, in the caller's transaction, in place of the one the
+        indexing would compute."""
+        signature = ctx.live_source().signature
+        if (
+            store.in_database
+            and store.signature() is None
+            and store.ensure(signature=signature, dim=vector.size)
+        ):
+            schedule_reindex()  # a new table: every other memory needs its vector too
+        vectorsync.write_in_transaction(
+            [VectorItem(memory.seq, owner_hex(memory.owner_id), vector)],
+            database=store,
+            signature=signature,
+        )
+        # The row's vector is the caller's: the indexing scheduled by the write finds nothing to do.
+        Memory.objects.filter(seq=memory.seq, content=memory.content).update(needs_reindex=False)
 
     def _vector_store(self, ctx: VectorContext) -> VectorStore:
         """The database's vector store, usable for the live source, or ``BackendUnavailable``."""
@@ -231,16 +238,32 @@ class NativeBackend(MemoryBackend):
         return int(dim)
 
     def update(
-        self, owner: uuid.UUID, memory_id: uuid.UUID, changes: Mapping[str, Any]
+        self,
+        owner: uuid.UUID,
+        memory_id: uuid.UUID,
+        changes: Mapping[str, Any],
+        *,
+        embedding: Sequence[float] | np.ndarray | None = None,
     ) -> MemoryRecord | None:
         checked = check_changes(changes)
         if "metadata" in checked:
             checked["metadata"] = dict(checked["metadata"])
-        with _guard(self.name):
+        if embedding is None:
+            with _guard(self.name):
+                memory = self._get(owner, memory_id)
+                if memory is None:
+                    return None
+                return to_record(memory_update(memory, **checked))
+        ctx = vector_context()
+        store = self._vector_store(ctx)
+        vector = as_vector(embedding, dimension=self._dimension(ctx), field="embedding")
+        with _guard(self.name), transaction.atomic():
             memory = self._get(owner, memory_id)
             if memory is None:
                 return None
-            return to_record(memory_update(memory, **checked))
+            memory = memory_update(memory, **checked)
+            self._write_vector(ctx, store, memory, vector)
+        return to_record(memory)
 
     def delete(self, owner: uuid.UUID, memory_id: uuid.UUID) -> bool:
         with _guard(self.name):

@@ -386,12 +386,22 @@ class PineconeBackend(ScanReads, MemoryBackend):
         return record, True
 
     def update(
-        self, owner: uuid.UUID, memory_id: uuid.UUID, changes: Mapping[str, Any]
+        self,
+        owner: uuid.UUID,
+        memory_id: uuid.UUID,
+        changes: Mapping[str, Any],
+        *,
+        embedding: Sequence[float] | np.ndarray | None = None,
     ) -> MemoryRecord | None:
         checked = check_changes(changes)
         if "metadata" in checked:
             checked["metadata"] = dict(checked["metadata"])
         with self._guard():
+            vector = (
+                None
+                if embedding is None
+                else as_vector(embedding, dimension=self.vector_dimension, field="embedding")
+            )
             stored = self._fetch(owner, memory_id)
             if stored is None or not stored.record.live(timezone.now()):
                 return None
@@ -423,7 +433,9 @@ class PineconeBackend(ScanReads, MemoryBackend):
                 expires_at=fields["expires_at"],
                 importance=float(fields["importance"]),
             )
-            if stored.has_vector and record.content == old.content:
+            if vector is not None:
+                self._write(record, vector.tolist(), has_vector=True)
+            elif stored.has_vector and record.content == old.content:
                 self._write(record, stored.values, has_vector=True)
             else:
                 self._write(record, self._placeholder(), has_vector=False)

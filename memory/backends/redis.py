@@ -258,13 +258,17 @@ class RedisBackend(ScanReads, MemoryBackend):
     ) -> tuple[MemoryRecord, bool]:
         check_draft(draft)
         with self._guard():
-            dimension = self.vector_dimension
-            vector = as_vector(embedding, dimension=dimension, field="embedding")
-            if dimension is None:
-                # The first vector fixes the dimension; a concurrent first writer may have won.
-                self.client.set(self._dimension_key, int(vector.size), nx=True)
-                vector = as_vector(vector, dimension=self.vector_dimension, field="embedding")
-            return self._store(draft, vector)
+            return self._store(draft, self._checked_vector(embedding))
+
+    def _checked_vector(self, embedding: Sequence[float] | np.ndarray) -> np.ndarray:
+        """``embedding`` checked against the dimension (field ``embedding``); the first vector fixes it."""
+        dimension = self.vector_dimension
+        vector = as_vector(embedding, dimension=dimension, field="embedding")
+        if dimension is None:
+            # The first vector fixes the dimension; a concurrent first writer may have won.
+            self.client.set(self._dimension_key, int(vector.size), nx=True)
+            vector = as_vector(vector, dimension=self.vector_dimension, field="embedding")
+        return vector
 
     def _store(self, draft: MemoryDraft, vector: np.ndarray | None) -> tuple[MemoryRecord, bool]:
         owner = draft.owner
@@ -329,12 +333,21 @@ class RedisBackend(ScanReads, MemoryBackend):
         return result
 
     def update(
-        self, owner: uuid.UUID, memory_id: uuid.UUID, changes: Mapping[str, Any]
+        self,
+        owner: uuid.UUID,
+        memory_id: uuid.UUID,
+        changes: Mapping[str, Any],
+        *,
+        embedding: Sequence[float] | np.ndarray | None = None,
     ) -> MemoryRecord | None:
         checked = check_changes(changes)
         if "metadata" in checked:
             checked["metadata"] = dict(checked["metadata"])
         record_key, keys_key = self._record_key(owner, memory_id), self._keys_key(owner)
+        given: np.ndarray | None = None
+        if embedding is not None:
+            with self._guard():
+                given = self._checked_vector(embedding)
 
         def write(pipe: redis.client.Pipeline) -> MemoryRecord | None:
             raw = pipe.get(record_key)
@@ -353,7 +366,9 @@ class RedisBackend(ScanReads, MemoryBackend):
                 ):
                     raise Conflict(f"another memory of this owner already uses key {new_key!r}", field="key")
             record = dataclasses.replace(old.record, **checked, updated_at=timezone.now())
-            vector = old.vector if record.content == old.record.content else None
+            vector = given
+            if vector is None and record.content == old.record.content:
+                vector = old.vector
             pipe.multi()
             pipe.set(record_key, _encode(_Stored(record, vector)))
             if new_key != old.record.key:

@@ -18,7 +18,10 @@ logger = logging.getLogger("memory.extraction")
 def extract_from_exchange(owner_id: str, session_id: str, user_text: str, assistant_text: str) -> int:
     """Run :func:`memory.services.extraction.extraction_run`; return how many memories were written.
 
-    Retried (twice, 1 s apart) only when the service lets a transient database error through.
+    Retried (twice, 1 s apart) only when the service lets a transient error through: the database
+    busy, or the key's memory provider and all its fallbacks unavailable (``BackendUnavailable``). A
+    retry rewrites the same upserts, so it duplicates nothing; when the retries are spent, Huey logs
+    the error with the task's id (the exchange is then not learned from).
     """
     stored = extraction_run(
         owner_id=owner_id, session_id=session_id, user_text=user_text, assistant_text=assistant_text

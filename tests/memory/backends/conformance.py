@@ -267,6 +267,31 @@ class Conformance:
         assert hit.record.id == record.id
         assert hit.score == pytest.approx(1.0, abs=1e-4)
 
+    def test_an_update_with_an_embedding_stores_the_new_contents_vector(self, subject: Subject) -> None:
+        b = subject.backend
+        first, second, third = unit_vectors(3, subject.dimension, seed=23)
+        record, _ = subject.store(subject.draft("the old content"), first)
+        updated = b.update(subject.owner, record.id, {"content": "the new content"}, embedding=second)
+        assert updated is not None and updated.content == "the new content"
+        assert b.get(subject.owner, record.id).content == "the new content"
+        if not b.capabilities.vector:
+            return  # a backend without vectors takes the change and has no vector to keep
+        (hit,) = b.search_similar(subject.owner, second, limit=1)
+        assert (hit.record.id, hit.record.content) == (record.id, "the new content")
+        assert hit.score == pytest.approx(1.0, abs=1e-4)
+        # A vector without a content change re-embeds the record too.
+        b.update(subject.owner, record.id, {"importance": 0.7}, embedding=third)
+        (hit,) = b.search_similar(subject.owner, third, limit=1)
+        assert (hit.record.id, hit.record.importance) == (record.id, pytest.approx(0.7))
+        assert hit.score == pytest.approx(1.0, abs=1e-4)
+        wrong = unit_vectors(1, subject.dimension + 1)[0]
+        with pytest.raises(BackendInputError) as caught:
+            b.update(subject.owner, record.id, {"content": "refused"}, embedding=wrong)
+        assert caught.value.details[0]["field"] == "embedding"
+        assert b.get(subject.owner, record.id).content == "the new content"
+        (hit,) = b.search_similar(subject.owner, third, limit=1)
+        assert hit.score == pytest.approx(1.0, abs=1e-4)  # the refused update left the vector alone
+
     def test_a_vector_of_the_wrong_dimension_is_an_explicit_error(self, subject: Subject) -> None:
         need(subject, "vector")
         b = subject.backend

@@ -5,9 +5,11 @@ removed after it)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import secrets
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import redis
@@ -15,11 +17,15 @@ import respx
 from django.test import override_settings
 
 from memory.backends.base import MemoryBackend
+from memory.backends.encrypted import EncryptedBackend
 from memory.backends.registry import build_backend
 from memory.models import ApiKey
+from memory.services import encryption
 from tests.memory.backends.chroma_server import delete_collection, shared_server
 from tests.memory.backends.conformance import Conformance, Subject
 from tests.memory.backends.fake_pinecone import FakePinecone
+from tests.memory.backends.lancedb_server import LanceServer
+from tests.memory.backends.lancedb_server import running as lance_running
 from tests.memory.backends.memory_service import MemoryService, running
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -60,6 +66,21 @@ def _lancedb(request: pytest.FixtureRequest) -> Iterator[Subject]:
     yield Subject(backend, uuid.uuid4(), uuid.uuid4(), FREE_DIMENSION)
 
 
+def _lancedb_remote(request: pytest.FixtureRequest) -> Iterator[Subject]:
+    # The remote (Cloud/Enterprise REST + Arrow IPC) mode against a loopback server that runs the
+    # queries on a real Lance directory (lancedb_server.py); loopback needs the private-URL switch.
+    server = LanceServer(request.getfixturevalue("tmp_path") / "lance-server")
+    with override_settings(MEMORY_ALLOW_PRIVATE_URLS=True), lance_running(server):
+        config = {
+            "uri": server.url,
+            "api_key": server.api_key,
+            "database": "memories",
+            "dimension": FREE_DIMENSION,
+            "retries": 0,
+        }
+        yield Subject(build_backend("lancedb", config), uuid.uuid4(), uuid.uuid4(), FREE_DIMENSION)
+
+
 def _pinecone(request: pytest.FixtureRequest) -> Iterator[Subject]:
     # No Pinecone server runs here: the official client speaks to the API's shapes through respx
     # (fake_pinecone.py). The host is Pinecone Local's loopback address, so the private-URL switch is on.
@@ -96,14 +117,38 @@ def _redis(request: pytest.FixtureRequest) -> Iterator[Subject]:
         assert not list(client.scan_iter(match=f"{prefix}*"))
 
 
+def _encrypted(
+    inner: Callable[[pytest.FixtureRequest], Iterator[Subject]],
+) -> Callable[..., Iterator[Subject]]:
+    """The backend of ``inner`` sealed by memory encryption, switched on as an operator does: a master
+    key configured and a keyring file (in the test's tmp_path), through ``encryption.wrap``."""
+
+    def factory(request: pytest.FixtureRequest) -> Iterator[Subject]:
+        keyring = request.getfixturevalue("tmp_path") / "memory-keyring.json"
+        with override_settings(MEMORY_ENCRYPTION_KEY=secrets.token_bytes(32), MEMORY_KEYRING_PATH=keyring):
+            subjects = inner(request)
+            subject = next(subjects)
+            try:
+                backend = encryption.wrap(subject.backend)
+                assert isinstance(backend, EncryptedBackend)
+                yield dataclasses.replace(subject, backend=backend)
+            finally:
+                next(subjects, None)  # the inner factory's own cleanup
+
+    return factory
+
+
 FACTORIES = {
     "chromadb": _chromadb,
     "http": _http,
     "inmemory": _inmemory,
     "lancedb": _lancedb,
+    "lancedb-remote": _lancedb_remote,
     "native": _native,
     "pinecone": _pinecone,
     "redis": _redis,
+    "encrypted-inmemory": _encrypted(_inmemory),
+    "encrypted-native": _encrypted(_native),
 }
 
 

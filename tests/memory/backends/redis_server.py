@@ -1,0 +1,65 @@
+"""A redis-server of a test's own that keeps what it acknowledged across a kill."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import redis
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PersistentRedis:
+    """A redis-server that keeps what it acknowledged across a kill (``appendfsync always``)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port = _free_port()
+        self.directory = directory
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--dir",
+                str(self.directory),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        client = redis.Redis.from_url(self.url)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                return
+            except (redis.ConnectionError, redis.BusyLoadingError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+            self.process = None
