@@ -1,10 +1,20 @@
-"""Server-rendered SVG charts for the Engine tab (no JavaScript, no charting library)."""
+"""Server-rendered SVG charts for the Engine tab (no JavaScript, no charting library), and the
+activity they draw for owners wherever their memories live."""
 
 from __future__ import annotations
 
+import uuid
+from collections import Counter
+from collections.abc import Collection
+from datetime import timedelta
+
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from memory import selectors, store
+from memory.backends.selection import manager_for, provider_owners
+from memory.principals import Principal
 from memory.selectors import Activity
 
 TYPE_COLOURS = {
@@ -16,6 +26,43 @@ TYPE_COLOURS = {
     "long_term": "#0891b2",
     "entity": "#db2777",
 }
+
+
+def owner_activity(
+    *, principal: Principal, owner_ids: Collection[uuid.UUID] | None, days: int = 30
+) -> Activity:
+    """``memory.selectors.memory_activity`` for owners of which some keep their memories with a provider.
+
+    Without a provider-backed owner in ``owner_ids`` (None: every owner) it is exactly the native
+    selector (two SQL queries). A provider-backed owner's records are read from its provider
+    (``memory.store.all_records``) and counted here: providers have no per-day aggregate.
+    """
+    providers = provider_owners(owner_ids)
+    if not providers:
+        return selectors.memory_activity(principal=principal, owner_ids=owner_ids, days=days)
+    provider_ids = {key.pk for key in providers}
+    native_ids = None if owner_ids is None else [o for o in owner_ids if o not in provider_ids]
+    if native_ids is None or native_ids:
+        base = selectors.memory_activity(principal=principal, owner_ids=native_ids, days=days)
+    else:
+        today = timezone.localdate()
+        base = Activity(days=[(today - timedelta(days=days - 1 - i), 0) for i in range(days)], by_type=[])
+    start = base.days[0][0]
+    per_day: Counter = Counter(dict(base.days))
+    by_type: Counter = Counter(dict(base.by_type))
+    for key in providers:
+        manager = manager_for(key)
+        if manager is None:
+            continue
+        for record in store.all_records(manager, key.pk):
+            by_type[record.type] += 1
+            day = timezone.localdate(record.created_at)
+            if day >= start:
+                per_day[day] += 1
+    return Activity(
+        days=[(day, per_day[day]) for day, _ in base.days],
+        by_type=sorted(by_type.items(), key=lambda item: (-item[1], item[0])),
+    )
 
 
 def _n(value: float) -> str:

@@ -213,3 +213,60 @@ class EngineSettingsForm(forms.Form):
             raise forms.ValidationError([str(m) for m in _flat(serializer.errors)])
         self.changes = dict(serializer.validated_data)
         return {}
+
+
+def add_domain_error(form: forms.Form, exc, *, fields: dict[str, str] | None = None) -> None:
+    """Put a service's ``DomainError`` next to the form field it names (``details[0].field``).
+
+    ``fields`` maps a service field (or its first part: ``config`` for ``config.url``) to the form's
+    field; a field the form does not have gets the error at the top of the form, naming the field.
+    """
+    named = exc.details[0].get("field") if exc.details else None
+    if not named:
+        form.add_error(None, exc.message)
+        return
+    head = named.split(".", 1)[0].split("[", 1)[0]
+    target = (
+        (fields or {}).get(named) or (fields or {}).get(head) or (named if named in form.fields else None)
+    )
+    if target is None or target not in form.fields:
+        form.add_error(None, f"{named}: {exc.message}")
+    elif target == named:
+        form.add_error(target, exc.message)
+    else:
+        form.add_error(target, f"{named}: {exc.message}")
+
+
+class KeyCreateForm(forms.Form):
+    """A new API key: its name, whether it may ask for the global scope, and where its memories live
+    (the name rules and the provider's existence are the service's, ``key_create``)."""
+
+    name = forms.CharField(
+        max_length=200, widget=forms.TextInput(attrs={"placeholder": "e.g. billing-service"})
+    )
+    allow_global_scope = forms.BooleanField(required=False, label="May read every key's memories")
+    provider = forms.CharField(required=False)
+
+
+class ProviderForm(forms.Form):
+    """A memory provider: name, type and the type's configuration as a JSON object (checked by
+    ``provider_save``, which names the wrong ``config.<field>``)."""
+
+    name = forms.CharField(max_length=64, widget=forms.TextInput(attrs={"placeholder": "e.g. team-redis"}))
+    type = forms.ChoiceField(choices=())
+    config = JSONObjectTextField(
+        required=False,
+        widget=forms.Textarea(
+            attrs={"rows": 8, "spellcheck": "false", "data-json-object": "", "class": "mono"}
+        ),
+    )
+
+    def __init__(self, *args, types: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["type"].choices = [(name, name) for name in types]
+
+    def clean_config(self):
+        value = self.cleaned_data["config"]
+        if not isinstance(value, dict):
+            raise forms.ValidationError("Must be a JSON object.")
+        return value

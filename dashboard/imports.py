@@ -2,8 +2,9 @@
 
 The file is a JSON array of memories or a single memory object (the shape
 ``GET /api/memory`` and the Studio's export produce). Each entry is validated
-by the API's create serializer; valid entries are written in one transaction
-through ``memory_bulk_create`` (upsert on key), invalid ones are skipped with
+by the API's create serializer; valid entries are written through
+``memory.store.memory_bulk_create`` (upsert on key; one transaction for a native key, one write
+per entry, in order, for a key with a provider), invalid ones are skipped with
 the reason. ``id``, ``apiKeyId`` and the timestamps are ignored: the owner is
 the one chosen in the Studio (never none: the original stored imports ownerless, injected nowhere).
 """
@@ -18,7 +19,8 @@ from rest_framework import serializers
 from memory import strictjson
 from memory.api.serializers import MemoryCreateSerializer
 from memory.models import ApiKey
-from memory.services.memories import MemoryInput, memory_bulk_create
+from memory.services.memories import MemoryInput
+from memory.store import memory_bulk_create
 
 IMPORTED_FIELDS = ("type", "key", "content", "metadata", "sessionId", "expiresAt", "importance")
 MAX_REASONS = 50

@@ -61,7 +61,7 @@ def principal_for(request) -> Principal:
 def owner_scope(request) -> OwnerScope:
     """Resolve the ``owner`` parameter (GET or POST), falling back to the session, then the first key."""
     principal = principal_for(request)
-    keys = ApiKey.objects.order_by("name", "created_at")
+    keys = ApiKey.objects.select_related("provider").order_by("name", "created_at")
     owners = [key for key in keys if principal.can_reach(key.pk)]
     can_choose_all = bool(request.user.is_superuser and principal.is_global)
     wanted = request.POST.get("owner") or request.GET.get("owner") or request.session.get(SESSION_KEY, "")

@@ -8,5 +8,6 @@ class MemoryConfig(AppConfig):
     def ready(self) -> None:
         # app loading: these modules import models, which apps.py may not do at module level (the
         # registry is not ready when it is imported)
-        from memory import checks, receivers, signals  # noqa: F401  (registers checks and receivers)
+        # (registers checks and receivers)
+        from memory import checks, provider_checks, receivers, signals  # noqa: F401
         from memory.api import schema  # noqa: F401  (OpenAPI auth extensions)

@@ -388,6 +388,10 @@ class AuditAction(models.TextChoices):
     MEMORY_COMPACT = "memory.compact"
     CREDENTIAL_REVOKE = "credential.revoke"
     CREDENTIAL_DELETE = "credential.delete"
+    CREDENTIAL_CREATE = "credential.create"
+    CREDENTIAL_UPDATE = "credential.update"
+    PROVIDER_SAVE = "provider.save"
+    PROVIDER_DELETE = "provider.delete"
     SETTINGS_CHANGE = "settings.change"
 
 
@@ -426,3 +430,47 @@ class AuditEvent(models.Model):
     def __str__(self) -> str:
         who = self.actor_name or self.actor_id
         return f"{self.at:%Y-%m-%d %H:%M} {self.action} by {self.actor_kind}:{who}"
+
+
+class PendingProviderWrite(models.Model):
+    """A write to a key's provider that a fallback took while the provider was unavailable, waiting to
+    be replayed to it (``memory.backends.durable.DatabaseQueue``, the managers' durable queue).
+
+    ``owner`` is the API key id (a plain UUID: the row is the queue's, and outlives nothing: the replay
+    task removes the rows of a deleted key). ``primary`` and ``fallback`` name the provider the write
+    waits for and the one that holds the record. ``payload`` is the whole write (the draft, the
+    changes, the vector) as JSON, stored encrypted: it is user data. Rows are replayed in ``id`` order;
+    ``attempts`` and ``last_error`` say how the replays went. ``claimed_by`` and ``claimed_until`` are
+    the lease of the replayer (one process at a time per key).
+    """
+
+    class Operation(models.TextChoices):
+        STORE = "store"
+        UPDATE = "update"
+        DELETE = "delete"
+
+    id = models.BigAutoField(primary_key=True)
+    owner = models.UUIDField()
+    primary = models.CharField(max_length=64)
+    fallback = models.CharField(max_length=64)
+    operation = models.CharField(max_length=8, choices=Operation.choices)
+    memory_id = models.UUIDField()
+    payload = EncryptedTextField(default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+    claimed_by = models.CharField(max_length=32, blank=True, default="")
+    claimed_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "memory_pending_provider_writes"
+        ordering = ["id"]
+        indexes = [models.Index(fields=["owner", "id"], name="pending_write_owner")]
+
+    def __str__(self) -> str:
+        return f"{self.operation} {self.memory_id} for {self.primary} (held by {self.fallback})"
+
+    @transaction.atomic
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # Atomic: a new row's ciphertext is bound to its id and written right after the insert.
+        super().save(*args, **kwargs)

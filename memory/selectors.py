@@ -179,7 +179,8 @@ def memory_search(
     The budget is ``max_tokens`` or, by default, the settings' ``maxTokens`` when memory is enabled
     and ``BUDGET_WHEN_DISABLED`` otherwise (so a search works while injection is off). ``type``
     filters the ranked list, then ``limit`` (default ``DEFAULT_SEARCH_LIMIT``) cuts it. What is
-    returned counts as accessed, as in the gateway's recall.
+    returned counts as accessed, as in the gateway's recall. An owner whose memories live with a
+    provider is ranked there (``memory.store.retrieve``; its rows have no access counters).
     """
     if not principal.can_reach(owner.pk):
         raise NotFound(f"API key {owner.pk} not found", field="apiKeyId")
@@ -191,8 +192,11 @@ def memory_search(
     wanted = limit or DEFAULT_SEARCH_LIMIT
     hits: list[Hit] = []
     resolution = None
+    ranker = retrieve
+    if owner.provider_id is not None:
+        from memory.store import retrieve as ranker  # memory.store imports this module
     if budget > 0:
-        result = retrieve(
+        result = ranker(
             owner_ids=frozenset({owner.pk}),
             query=query or "",
             strategy=settings.retrieval_strategy,

@@ -34,6 +34,7 @@ from memory.backends.base import (
     NO_FILTERS,
     BackendUnavailable,
     Filters,
+    MemoryBackend,
     MemoryDraft,
     MemoryRecord,
 )
@@ -51,6 +52,7 @@ from memory.retrieval.engine import RetrievalResult
 from memory.retrieval.engine import retrieve as native_retrieve
 from memory.services import audit, retention
 from memory.services import memories as native
+from memory.services.encryption import encryption_enabled
 
 # -- writes
 
@@ -71,17 +73,30 @@ def _draft(item: native.MemoryInput) -> MemoryDraft:
 def _embedding(manager: MemoryManager, text: str) -> Any:
     """The content's vector for a provider that stores vectors (None: it stores none, or no
     embedding source is live, or the dimensions differ; the record is then found by keyword only)."""
-    backend = manager.primary
-    if not backend.capabilities.vector:
+    vectors = embeddings_for(manager.primary, [text])
+    return None if vectors is None else vectors[0]
+
+
+def embeddings_for(backend: MemoryBackend, texts: list[str]) -> list[Any] | None:
+    """The vectors of ``texts`` from this service's embedding source, for a backend that stores
+    vectors of that dimension (``manage.py move_memories`` re-embeds what it moves with it); None
+    when the backend stores none, no source is live, or the dimensions differ (the records are then
+    moved without vectors and found by keyword only)."""
+    if not backend.capabilities.vector or not texts:
         return None
     source, _ = get_source(get_memory_settings())
     if source is None:
         return None
-    vector = source.embed([text])[0]
-    dimension = backend.vector_dimension
-    if dimension is not None and len(vector) != dimension:
+    vectors = list(source.embed(texts))
+    try:
+        dimension = backend.vector_dimension
+    except BackendUnavailable:
+        # A store that cannot say (it is down) checks the vector itself when it is back; meanwhile
+        # the manager's fallback takes the write, and the queued write keeps the vector for it.
+        dimension = None
+    if dimension is not None and any(len(v) != dimension for v in vectors):
         return None
-    return vector
+    return vectors
 
 
 def _store(manager: MemoryManager, draft: MemoryDraft) -> tuple[MemoryRecord, bool]:
@@ -97,12 +112,15 @@ def memory_create(item: native.MemoryInput) -> tuple[Memory, bool]:
     if manager is None:
         return native.memory_create(item)
     record, created = _store(manager, _draft(item))
-    return to_memory(record), created
+    memory = to_memory(record)
+    native.notify_change("created" if created else "updated", [memory])
+    return memory, created
 
 
 def memory_bulk_create(items: list[native.MemoryInput]) -> dict:
     """Create or upsert many memories: the native owners' in chunked transactions
-    (``memory.services.memories.memory_bulk_create``), a provider's one by one in input order.
+    (``memory.services.memories.memory_bulk_create``), a provider's one write per item once items
+    sharing ``(owner, key)`` are folded, as the native store folds them.
     Returns ``{"created", "updated", "ids"}`` with the ids in input order."""
     managers: dict[uuid.UUID, MemoryManager | None] = {}
     for item in items:
@@ -116,13 +134,20 @@ def memory_bulk_create(items: list[native.MemoryInput]) -> dict:
         created, updated = result["created"], result["updated"]
         for (index, _), memory_id in zip(native_items, result["ids"], strict=True):
             ids[index] = memory_id
-    for index, item in enumerate(items):
-        manager = managers[item.owner.pk]
-        if manager is None:
-            continue
-        record, new = _store(manager, _draft(item))
-        ids[index] = str(record.id)
-        created, updated = created + new, updated + (not new)
+    on_providers = [(i, item) for i, item in enumerate(items) if managers[item.owner.pk] is not None]
+    if on_providers:
+        # As on the native store, items sharing (owner, key) are folded into one write first.
+        slots, merged = native.merge_batch([item for _, item in on_providers])
+        stored: dict[native.Slot, str] = {}
+        for slot, item in merged.items():
+            manager = managers[item.owner.pk]
+            assert manager is not None
+            record, new = _store(manager, _draft(item))
+            stored[slot] = str(record.id)
+            created, updated = created + new, updated + (not new)
+        for (index, _), slot in zip(on_providers, slots, strict=True):
+            ids[index] = stored[slot]
+        native.notify_bulk_change({item.owner.pk for _, item in on_providers})
     return {"created": created, "updated": updated, "ids": ids}
 
 
@@ -131,10 +156,15 @@ def memory_update(memory: Memory, **changes: Any) -> Memory:
     if memory.seq is not None:
         return native.memory_update(memory, **changes)
     manager = _manager_of(memory)
-    record = manager.update(memory.owner_id, memory.uuid, changes)
+    # A new content is re-embedded: without its vector, the record would be found by keyword only.
+    content = changes.get("content")
+    vector = _embedding(manager, content) if isinstance(content, str) and content.strip() else None
+    record = manager.update(memory.owner_id, memory.uuid, changes, embedding=vector)
     if record is None:
         raise NotFound("Memory not found", field="id")
-    return to_memory(record)
+    updated = to_memory(record)
+    native.notify_change("updated", [updated])
+    return updated
 
 
 def memory_delete(memory: Memory, *, actor: audit.Actor = audit.SYSTEM) -> None:
@@ -143,12 +173,19 @@ def memory_delete(memory: Memory, *, actor: audit.Actor = audit.SYSTEM) -> None:
         native.memory_delete(memory, actor=actor)
         return
     deleted = _manager_of(memory).delete(memory.owner_id, memory.uuid)
+    if deleted:
+        native.notify_change("deleted", [memory])
     audit.record(
         actor=actor,
         action=AuditAction.MEMORY_DELETE,
         owner_id=memory.owner_id,
         count=int(deleted),
-        details={"id": str(memory.uuid), "key": memory.key, "type": memory.type},
+        # A sealed memory's key is its text too: the audit log keeps it only while memories are in clear.
+        details={
+            "id": str(memory.uuid),
+            "key": None if encryption_enabled() else memory.key,
+            "type": memory.type,
+        },
     )
 
 
@@ -179,6 +216,7 @@ def memory_clear(
             deleted = manager.clear(owner.pk, type=type)
         else:
             deleted = sum(manager.delete(owner.pk, r.id) for r in records)
+        native.notify_bulk_change([owner.pk])
         audit.record(
             actor=actor,
             action=AuditAction.MEMORY_CLEAR,
@@ -224,7 +262,7 @@ def memory_get(*, principal: Principal, memory_id: str | uuid.UUID) -> Memory:
     """One visible memory, native or on a provider; ``NotFound`` for unknown, expired or unreachable
     ids. A provider's memory is looked up on each provider-backed key the principal reaches."""
     try:
-        return selectors.memory_get(principal=principal, memory_id=memory_id)
+        memory = selectors.memory_get(principal=principal, memory_id=memory_id)
     except NotFound:
         wanted = selectors.parse_memory_id(memory_id)
         for key in provider_owners(principal.owner_ids):
@@ -238,6 +276,15 @@ def memory_get(*, principal: Principal, memory_id: str | uuid.UUID) -> Memory:
             if record is not None:
                 return to_memory(record)
         raise
+    if ApiKey.all_objects.filter(pk=memory.owner_id, provider__isnull=False).exists():
+        # The native row of a provider-backed key is its native fallback's copy: the key's manager
+        # answers, so that a change to it is mirrored and queued for the provider, not made here only.
+        manager = manager_for_owner(memory.owner_id)
+        record = None if manager is None else manager.get(memory.owner_id, memory.uuid)
+        if record is None:
+            raise NotFound("Memory not found", field="id")
+        return to_memory(record)
+    return memory
 
 
 def memory_list(

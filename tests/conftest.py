@@ -35,6 +35,9 @@ class Api:
     def put(self, path, body=None, raw=None):
         return self._send("put", path, body, raw)
 
+    def patch(self, path, body=None, raw=None):
+        return self._send("patch", path, body, raw)
+
     def delete(self, path):
         return self.client.delete(path)
 

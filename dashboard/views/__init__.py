@@ -7,7 +7,10 @@
 - ``sandbox``: the Sandbox tab (retrieval and injection previews)
 - ``engine``: the Engine tab (status, reindex, embedding/rerank controls, Qdrant card, charts)
 - ``settings_page``: /dashboard/settings
+- ``keys``: /dashboard/keys (API keys: create, revoke, delete, provider and fallbacks, test connection)
+- ``providers``: /dashboard/providers (memory providers: add, edit, delete, test connection, health dots)
 
-Each view only parses input, calls ``memory``'s services and selectors, and renders
+Each view only parses input, calls ``memory``'s services and ``memory.store`` (every memory read
+and write, whatever the key's provider), and renders
 ``"page.html#region"`` for htmx requests (see ``../shared/STYLE.md``, "HTMX pages").
 """

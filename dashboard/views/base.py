@@ -9,6 +9,7 @@ the whole page again (:func:`render_page`) with the errors in place.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from functools import wraps
 from urllib.parse import urlencode
@@ -23,8 +24,13 @@ from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
 from dashboard.owners import OwnerScope
 from memory.conf import get_memory_settings
+from memory.exceptions import DomainError
 from memory.models import MemoryType
 from memory.principals import Principal
+from memory.services.auth import principal_for_staff
+from omniroute.db.locking import RETRY_AFTER_SECONDS
+
+logger = logging.getLogger("dashboard")
 
 PAGE = "dashboard/memory.html"
 TABS = (("memories", "Memories"), ("sandbox", "Sandbox"), ("engine", "Engine"), ("audit", "Audit"))
@@ -43,7 +49,13 @@ ENGINE_CHANGED_EVENT = "engine-changed"
 
 
 def studio_view(view):
-    """Staff only; an htmx request whose session expired is sent to the login page."""
+    """Staff only; an htmx request whose session expired is sent to the login page.
+
+    A domain error that a view did not turn into a message next to its form (a key's provider and
+    every fallback down in the middle of a delete, say) is answered with its own status and message
+    as plain text, never a 500: ``studio.js`` shows that text as a notice, a browser without
+    JavaScript shows it as the page.
+    """
 
     @wraps(view)
     def wrapper(request, *args, **kwargs):
@@ -53,7 +65,14 @@ def studio_view(view):
                 query = urlencode({"next": request.htmx.current_url_abs_path or reverse("dashboard:memory")})
                 return HttpResponseClientRedirect(f"{django_settings.LOGIN_URL}?{query}")
             return redirect_to_login(request.get_full_path())
-        return view(request, *args, **kwargs)
+        try:
+            return view(request, *args, **kwargs)
+        except DomainError as exc:
+            logger.warning("studio %s %s: %s", request.method, request.path, exc.message)
+            response = HttpResponse(exc.message, status=exc.status, content_type="text/plain; charset=utf-8")
+            if exc.status == 503:
+                response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+            return response
 
     return wrapper
 
@@ -74,6 +93,12 @@ def can_change_settings(principal: Principal) -> bool:
 def require_settings_admin(scope: OwnerScope) -> None:
     if not can_change_settings(scope.principal):
         raise PermissionDenied("Only administrators can change the memory settings.")
+
+
+def require_admin(request) -> None:
+    """Keys and providers are global, as on the API (the global admin token): superusers only."""
+    if not can_change_settings(principal_for_staff(request.user)):
+        raise PermissionDenied("Only administrators can change API keys and memory providers.")
 
 
 def page_url(scope: OwnerScope, tab: str, **params) -> str:
@@ -117,11 +142,12 @@ def form_reply(
     region: str | None,
     context: dict | Callable[[], dict] | None = None,
     events: Mapping[str, dict] | None = None,
+    page: str = PAGE,
 ) -> HttpResponse:
     """The end of a Studio form view whose write went through.
 
     A plain request is redirected to ``back``. An htmx request gets
-    ``"dashboard/memory.html#<region>"`` rendered with ``context`` (an empty
+    ``"<page>#<region>"`` (the Memory page by default) rendered with ``context`` (an empty
     body when ``region`` is None: the swapped element goes away), with the
     client ``events`` triggered. ``context`` may be a function, called only
     for htmx, where building it costs work a redirect does not need.
@@ -131,7 +157,7 @@ def form_reply(
     if region is None:
         response = HttpResponse("")
     else:
-        response = render(request, f"{PAGE}#{region}", context() if callable(context) else context or {})
+        response = render(request, f"{page}#{region}", context() if callable(context) else context or {})
     for name, detail in (events or {}).items():
         response = trigger_client_event(response, name, detail)
     return response

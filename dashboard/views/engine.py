@@ -22,11 +22,11 @@ from dashboard.views.base import (
     studio_view,
 )
 from gateway.models import UpstreamProvider
-from memory import selectors
 from memory.api.views_qdrant import QdrantSettingsSerializer
+from memory.backends.base import BackendError
 from memory.conf import get_memory_settings, update_memory_settings
 from memory.embeddings.catalog import EMBEDDERS
-from memory.embeddings.runtime import local_model_built, resolve
+from memory.embeddings.runtime import local_model_built, readable_provider_key, resolve
 from memory.qdrant_conf import get_qdrant_settings, update_qdrant_settings
 from memory.retrieval import cross_encoder
 from memory.retrieval.rerank import LOCAL_RERANK, RERANK_DEPTH
@@ -237,7 +237,7 @@ def engine_context(request, scope: OwnerScope) -> dict:
         "can_change_settings": can_change_settings(scope.principal),
         "embedding_sources": EMBEDDING_SOURCES,
         "remote_models": remote_models,
-        "rerank_upstreams": [p for p in UpstreamProvider.objects.all() if getattr(p, "api_key", "")],
+        "rerank_upstreams": [p for p in UpstreamProvider.objects.all() if readable_provider_key(p)],
         "rerank_provider": rerank_provider,
         "rerank_model": rerank_model,
         "transformers_models": [
@@ -253,9 +253,13 @@ def engine_context(request, scope: OwnerScope) -> dict:
     context["qdrant"] = _qdrant_card_settings((context.get("status") or {}).get("embedding"))
     context["qdrant_healthy"] = bool(((context.get("status") or {}).get("qdrant") or {}).get("healthy"))
     if not scope.is_empty:
-        activity = selectors.memory_activity(
-            principal=scope.principal, owner_ids=scope.principal.owner_filter(scope.api_key_id)
-        )
+        try:
+            activity = charts.owner_activity(
+                principal=scope.principal, owner_ids=scope.principal.owner_filter(scope.api_key_id)
+            )
+        except BackendError as exc:  # a key's provider down: the charts say so, the tab still shows
+            context["activity_error"] = exc.message
+            return context
         context.update(
             {
                 "activity": activity,

@@ -24,20 +24,15 @@ from dashboard.views.base import (
     render_page,
     studio_view,
 )
-from memory import selectors
+from memory import selectors, store
+from memory.backends.base import BackendError
 from memory.bounds import MAX_POSITION
 from memory.embeddings.runtime import cache_stats
 from memory.exceptions import Conflict, DomainError, NotFound
 from memory.models import MemoryType
 from memory.services.audit import user_actor
 from memory.services.health import run_health_check
-from memory.services.memories import (
-    MemoryInput,
-    changes_from_fields,
-    memory_create,
-    memory_delete,
-    memory_update,
-)
+from memory.services.memories import MemoryInput, changes_from_fields
 from memory.services.summarization import summarize_older_than
 
 logger = logging.getLogger("dashboard")
@@ -58,7 +53,7 @@ def list_filters(request) -> dict:
 
 
 def _query_list(scope: OwnerScope, filters: dict) -> dict:
-    return selectors.memory_list(
+    return store.memory_list(
         principal=scope.principal,
         api_key_id=scope.api_key_id,
         type=filters["type"] or None,
@@ -73,11 +68,22 @@ def _list_context(request, scope: OwnerScope, *, editing=None) -> dict:
     context = {"scope": scope, "filters": filters, "editing": editing, "type_help": TYPE_HELP}
     if scope.is_empty:
         return context
-    result = _query_list(scope, filters)
-    if result["totalPages"] and filters["page"] > result["totalPages"]:
-        filters["page"] = result["totalPages"]
+    try:
         result = _query_list(scope, filters)
+        if result["totalPages"] and filters["page"] > result["totalPages"]:
+            filters["page"] = result["totalPages"]
+            result = _query_list(scope, filters)
+    except BackendError as exc:
+        # A key's provider (and every fallback) down: the page says so where the list would be.
+        context["list_error"] = _store_error(exc)
+        result = {"data": [], "page": 1, "totalPages": 0, "total": 0}
+        result["stats"] = {"total": 0, "byType": {}, "tokensUsed": 0}
     return _finish_list_context(scope, filters, context, result)
+
+
+def _store_error(exc: BackendError) -> str:
+    where = f"{exc.backend}: " if exc.backend else ""
+    return f"The memory store cannot be read ({where}{exc.message})."
 
 
 def _finish_list_context(scope, filters, context, result) -> dict:
@@ -163,7 +169,12 @@ def memory_add(request):
         except DomainError as exc:
             form.add_error(None, exc.message)
         else:
-            saved, created = memory_create(MemoryInput.from_fields(form.validated, owner=owner))
+            try:
+                saved, created = store.memory_create(MemoryInput.from_fields(form.validated, owner=owner))
+            except DomainError as exc:
+                # A provider down (503) or refusing the input (400): said in the form, kept as typed.
+                form.add_error(None, exc.message)
+        if saved is not None:
             return form_reply(
                 request,
                 back=page_url(scope, "memories"),
@@ -184,7 +195,7 @@ def memory_add(request):
 
 def _memory_or_404(scope: OwnerScope, memory_id):
     try:
-        memory = selectors.memory_get(principal=scope.principal, memory_id=memory_id)
+        memory = store.memory_get(principal=scope.principal, memory_id=memory_id)
     except NotFound:
         raise Http404("Memory not found") from None
     return _decorate(scope, memory)
@@ -225,9 +236,11 @@ def memory_edit(request, memory_id):
     form.auto_id = f"edit_{memory.uuid.hex}_%s"
     if form.is_valid():
         try:
-            memory = memory_update(memory, **changes_from_fields(form.validated))
+            memory = store.memory_update(memory, **changes_from_fields(form.validated))
         except Conflict as exc:
             form.add_error("key", exc.message)
+        except DomainError as exc:
+            form.add_error(None, exc.message)
         else:
             return form_reply(
                 request,
@@ -254,7 +267,7 @@ def memory_delete_view(request, memory_id):
             "dashboard/confirm_delete.html",
             {"scope": scope, "m": memory, "back": page_url(scope, "memories")},
         )
-    memory_delete(memory, actor=user_actor(request.user, via="studio"))
+    store.memory_delete(memory, actor=user_actor(request.user, via="studio"))
     return form_reply(request, back=page_url(scope, "memories"), region=None, events=changed_events())
 
 

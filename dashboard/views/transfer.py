@@ -6,7 +6,7 @@ import json
 
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
@@ -15,7 +15,7 @@ from dashboard.imports import ImportFileError, import_memories
 from dashboard.owners import owner_scope, write_owner
 from dashboard.views.base import changed_events, form_reply, page_url, studio_view
 from dashboard.views.memories import list_filters
-from memory import selectors
+from memory import store
 from memory.exceptions import DomainError
 from memory.shapes import memory_json
 
@@ -39,31 +39,42 @@ def memory_export(request):
     }
 
     def fetch(page: int) -> tuple[list[str], bool]:
-        result = selectors.memory_list(page=page, **query)
+        result = store.memory_list(page=page, **query)
         return [json.dumps(memory_json(m), indent=2, ensure_ascii=False) for m in result["data"]], (
             page < result["totalPages"]
         )
 
+    # The first page is read before the response starts, so a store that cannot be read (a key's
+    # provider down) is an error page with its status, not a download cut short.
+    try:
+        first_page = fetch(1)
+    except DomainError as exc:
+        return HttpResponse(exc.message, status=exc.status, content_type="text/plain; charset=utf-8")
+
     def sync_chunks():
         yield "["
-        first, page, more = True, 1, True
-        while more:
-            items, more = fetch(page)
+        (items, more), page, first = first_page, 1, True
+        while True:
             for item in items:
                 yield ("\n" if first else ",\n") + _indent(item)
                 first = False
+            if not more:
+                break
             page += 1
+            items, more = fetch(page)
         yield "\n]\n"
 
     async def async_chunks():
         yield "["
-        first, page, more = True, 1, True
-        while more:
-            items, more = await sync_to_async(fetch)(page)
+        (items, more), page, first = first_page, 1, True
+        while True:
             for item in items:
                 yield ("\n" if first else ",\n") + _indent(item)
                 first = False
+            if not more:
+                break
             page += 1
+            items, more = await sync_to_async(fetch)(page)
         yield "\n]\n"
 
     # Under ASGI a synchronous iterator would be buffered whole before sending.

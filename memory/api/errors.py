@@ -51,9 +51,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
         )
     if isinstance(exc, DomainError):
+        # A 503 (a memory provider and its fallbacks unreachable) is transient: say when to retry.
+        retry = {"Retry-After": str(RETRY_AFTER_SECONDS)} if exc.status == 503 else None
         return Response(
             envelope(exc.message, status_code=exc.status, type_=exc.type, details=exc.details),
             status=exc.status,
+            headers=retry,
         )
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()

@@ -41,10 +41,12 @@ ERROR_DESCRIPTIONS = {
     401: "No credentials, or an unknown, expired or revoked token.",
     403: "The token lacks the scope, or this route needs a global caller.",
     404: "Not found (an API key or memory the caller cannot reach looks the same).",
-    409: "Another memory of this API key already uses the key.",
+    409: "A conflict: another memory of this API key uses the key; a provider name is taken or the "
+    "provider is in use; an API key's provider changes while it holds memories.",
     413: "The body is larger than OMNIROUTE_MAX_BODY_BYTES.",
     429: "Too many failed authentications from this address or with this token: retry after Retry-After.",
-    503: "The database stayed locked by other writes past this request's deadline: retry after Retry-After.",
+    503: "The database stayed locked by other writes past this request's deadline, or the API key's "
+    "memory provider (and every fallback) cannot be reached: retry after Retry-After.",
 }
 
 
@@ -349,6 +351,40 @@ class QueueStatusSerializer(serializers.Serializer):
     reason = serializers.CharField()
 
 
+class BackendHealthSerializer(serializers.Serializer):
+    """A memory provider's answer to its health probe (``memory.backends.base.Health``)."""
+
+    ok = serializers.BooleanField()
+    latencyMs = serializers.FloatField()
+    error = serializers.CharField(allow_null=True, help_text="Why it is not healthy.")
+    detail = serializers.DictField(help_text="What the backend uses: vector search, version, bounds.")
+
+
+class ProviderHealthEntrySerializer(serializers.Serializer):
+    name = serializers.CharField()
+    type = serializers.CharField()
+    health = BackendHealthSerializer()
+
+
+class FallbackEventSerializer(serializers.Serializer):
+    apiKeyId = serializers.UUIDField()
+    operation = serializers.CharField(help_text="store, get, update, delete, clear, list, count, search, …")
+    failed = serializers.CharField(help_text="The provider that failed or missed.")
+    used = serializers.CharField(allow_null=True, help_text="The provider that answered; null: none could.")
+    reason = serializers.CharField()
+    at = serializers.DateTimeField()
+
+
+class ProvidersStatusSerializer(serializers.Serializer):
+    providers = ProviderHealthEntrySerializer(many=True, help_text="Those the caller's API keys reach.")
+    fallbackEvents = FallbackEventSerializer(many=True, help_text="The last 100, newest first.")
+    replayQueue = serializers.DictField(
+        allow_null=True,
+        help_text="The writes fallbacks kept, waiting for their provider (memory.backends.durable."
+        "pending_summary); null for a token bound to API keys (it names every key).",
+    )
+
+
 class EngineStatusSerializer(serializers.Serializer):
     keyword = KeywordStatusSerializer()
     embedding = EmbeddingStatusSerializer()
@@ -358,6 +394,7 @@ class EngineStatusSerializer(serializers.Serializer):
     memories = serializers.IntegerField()
     indexes = IndexCountsSerializer(help_text="manage.py verify_indexes checks and repairs in full")
     queue = QueueStatusSerializer(help_text="the background task queue (Huey)")
+    providers = ProvidersStatusSerializer(help_text="memory providers: health and recent fallbacks")
 
 
 class EmbeddingModelSerializer(serializers.Serializer):
@@ -407,3 +444,89 @@ class AuditListResponseSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     limit = serializers.IntegerField()
     offset = serializers.IntegerField()
+
+
+# -- memory providers and API keys ----------------------------------------------------------------------
+
+
+class CapabilitiesSerializer(serializers.Serializer):
+    keyword = serializers.BooleanField()
+    vector = serializers.BooleanField()
+    hybrid = serializers.BooleanField()
+    filters = serializers.BooleanField()
+
+
+class ProviderUserSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    role = serializers.ChoiceField(choices=["primary", "fallback"])
+
+
+class ProviderSerializer(serializers.Serializer):
+    """A memory provider (``memory.services.providers.provider_json``)."""
+
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    type = serializers.CharField()
+    capabilities = CapabilitiesSerializer(allow_null=True, help_text="null when configError is set.")
+    health = BackendHealthSerializer(allow_null=True, help_text="null unless the probe was asked for.")
+    config = serializers.DictField(
+        allow_null=True, help_text="The type's configuration, every secret shown as ********."
+    )
+    configError = serializers.CharField(
+        allow_null=True, help_text="Why the stored configuration no longer parses or opens."
+    )
+    usedBy = ProviderUserSerializer(many=True, help_text="The API keys using it (the caller's only).")
+    createdAt = serializers.DateTimeField()
+    updatedAt = serializers.DateTimeField()
+
+
+class ProviderListSerializer(serializers.Serializer):
+    data = ProviderSerializer(many=True)  # type: ignore[assignment]
+
+
+class ProviderTestSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    health = BackendHealthSerializer()
+
+
+class ApiKeySerializer(serializers.Serializer):
+    """An API key (``memory.services.providers.key_json``); never its secret."""
+
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    prefix = serializers.CharField()
+    allowGlobalScope = serializers.BooleanField()
+    createdAt = serializers.DateTimeField()
+    revokedAt = serializers.DateTimeField(allow_null=True)
+    lastUsedAt = serializers.DateTimeField(allow_null=True)
+    provider = serializers.CharField(
+        allow_null=True, help_text="The provider's name; null: the native store."
+    )
+    fallbacks = serializers.ListField(child=serializers.CharField(), help_text="Provider names, in order.")
+    memoryCount = serializers.IntegerField(
+        allow_null=True, help_text="null when the key's provider cannot be reached."
+    )
+
+
+class ApiKeyCreatedSerializer(ApiKeySerializer):
+    secret = serializers.CharField(help_text="Shown once: it is not stored.")
+
+
+class ApiKeyListSerializer(serializers.Serializer):
+    data = ApiKeySerializer(many=True)  # type: ignore[assignment]
+    total = serializers.IntegerField()
+
+
+class ApiKeyDeletedSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    deletedMemories = serializers.IntegerField()
+
+
+class MemoryClearResultSerializer(serializers.Serializer):
+    matched = serializers.IntegerField()
+    deletedCount = serializers.IntegerField(help_text="0 on a dry run.")
+    ids = serializers.ListField(
+        child=serializers.UUIDField(), help_text="The first 1000 matches, oldest first."
+    )
+    dryRun = serializers.BooleanField()

@@ -8,6 +8,7 @@ urlpatterns = [
     path("", include("memory.api.urls_retrieval")),
     path("", include("memory.api.urls_lifecycle")),
     path("", include("memory.api.urls_qdrant")),
+    path("", include("memory.api.urls_providers")),
     path("memory", views.MemoryCollectionView.as_view(), name="memory-list"),
     path("memory/bulk", views.MemoryBulkView.as_view(), name="memory-bulk"),
     path("memory/<str:memory_id>", views.MemoryDetailView.as_view(), name="memory-detail"),

@@ -1,4 +1,8 @@
-"""REST views: parse input, call memory's services/selectors, shape the output."""
+"""REST views: parse input, call memory's services/selectors, shape the output.
+
+The memory routes read and write through ``memory.store``, which sends each API key's memories to
+where they live (the native store, or the key's provider); a provider that cannot be reached is a 503
+with ``Retry-After``."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memory import conf, selectors
+from memory import conf, store
 from memory.api import responses as r
 from memory.api import serializers as s
 from memory.api.openapi import MemoryAutoSchema
@@ -22,14 +26,7 @@ from memory.exceptions import PermissionDenied
 from memory.models import ApiKey, TokenScope
 from memory.principals import Principal
 from memory.services.audit import actor_for
-from memory.services.memories import (
-    MemoryInput,
-    changes_from_fields,
-    memory_bulk_create,
-    memory_create,
-    memory_delete,
-    memory_update,
-)
+from memory.services.memories import MemoryInput, changes_from_fields
 from memory.shapes import memory_json
 
 
@@ -66,7 +63,7 @@ class MemoryCollectionView(MemoryAPIView):
         query = s.MemoryListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         params = query.validated_data
-        result = selectors.memory_list(
+        result = store.memory_list(
             principal=self.principal,
             api_key_id=params.get("apiKeyId") or None,
             type=params.get("type") or None,
@@ -90,7 +87,7 @@ class MemoryCollectionView(MemoryAPIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         owner = self.principal.resolve_owner(data.get("apiKeyId"))
-        memory, created = memory_create(MemoryInput.from_fields(data, owner=owner))
+        memory, created = store.memory_create(MemoryInput.from_fields(data, owner=owner))
         return Response(
             {"success": True, "id": str(memory.uuid), "created": created, "memory": memory_json(memory)},
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
@@ -134,14 +131,14 @@ class MemoryBulkView(MemoryAPIView):
                     owner_ref, field=f"memories[{index}].apiKeyId"
                 )
             inputs.append(MemoryInput.from_fields(data, owner=owners[owner_ref]))
-        return Response(memory_bulk_create(inputs))
+        return Response(store.memory_bulk_create(inputs))
 
 
 @extend_schema(parameters=[OpenApiParameter("memory_id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
 class MemoryDetailView(MemoryAPIView):
     @extend_schema(responses={200: r.MemoryReplySerializer, **r.errors(400, 404)}, operation_id="memory_get")
     def get(self, request: Request, memory_id: str) -> Response:
-        memory = selectors.memory_get(principal=self.principal, memory_id=memory_id)
+        memory = store.memory_get(principal=self.principal, memory_id=memory_id)
         return Response({"memory": memory_json(memory)})
 
     @extend_schema(
@@ -151,16 +148,16 @@ class MemoryDetailView(MemoryAPIView):
     def put(self, request: Request, memory_id: str) -> Response:
         body = s.MemoryUpdateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        memory = selectors.memory_get(principal=self.principal, memory_id=memory_id)
-        memory = memory_update(memory, **changes_from_fields(body.validated_data))
+        memory = store.memory_get(principal=self.principal, memory_id=memory_id)
+        memory = store.memory_update(memory, **changes_from_fields(body.validated_data))
         return Response({"success": True, "memory": memory_json(memory)})
 
     patch = put
 
     @extend_schema(responses={200: r.SuccessSerializer, **r.errors(400, 404)})
     def delete(self, request: Request, memory_id: str) -> Response:
-        memory = selectors.memory_get(principal=self.principal, memory_id=memory_id)
-        memory_delete(memory, actor=actor_for(self.principal, via="rest"))
+        memory = store.memory_get(principal=self.principal, memory_id=memory_id)
+        store.memory_delete(memory, actor=actor_for(self.principal, via="rest"))
         return Response({"success": True})
 
 

@@ -1,4 +1,5 @@
-"""Lifecycle routes: summarisation, the pipeline health check, the load-balancer probe, and /mcp's fallback."""
+"""Lifecycle routes: clear, summarisation, the pipeline health check, the load-balancer probe, and
+/mcp's fallback."""
 
 from __future__ import annotations
 
@@ -10,20 +11,58 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from memory import store
 from memory.api.errors import json_error
-from memory.api.responses import HealthReportSerializer, SummarizeResultSerializer, errors
+from memory.api.responses import (
+    HealthReportSerializer,
+    MemoryClearResultSerializer,
+    SummarizeResultSerializer,
+    errors,
+)
 from memory.api.serializers import ApiKeyIdField, StrictBooleanField, StrictIntegerField, StrictSerializer
 from memory.api.views import MemoryAPIView
-from memory.models import ApiKey
+from memory.models import ApiKey, MemoryType
 from memory.services.audit import actor_for
 from memory.services.health import run_health_check
 from memory.services.summarization import summarizable_owners, summarize_owners
 from memory.shapes import memory_json
 
 logger = logging.getLogger("memory.api")
+
+
+class ClearSerializer(StrictSerializer):
+    # Required, even where the caller has one key (then "" names it): a clear deletes, so its target
+    # is said, and an empty body is refused rather than read as "everything".
+    apiKeyId = ApiKeyIdField(required=True, help_text="The API key to clear ('': a bound caller's one key).")
+    type = serializers.ChoiceField(choices=MemoryType.choices, required=False, help_text="Only this type.")
+    createdBefore = serializers.DateTimeField(required=False, help_text="Only memories created before.")
+    dryRun = StrictBooleanField(required=False, default=False)
+
+
+class ClearView(MemoryAPIView):
+    @extend_schema(
+        request=ClearSerializer,
+        responses={200: MemoryClearResultSerializer, **errors(400, 404)},
+        operation_id="memory_clear",
+        summary="Delete one API key's memories (of a type, created before a date), wherever they live",
+    )
+    def post(self, request: Request) -> Response:
+        body = ClearSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        owner = self.principal.resolve_owner(data.get("apiKeyId") or None)
+        result = store.memory_clear(
+            owner=owner,
+            type=data.get("type") or None,
+            created_before=data.get("createdBefore"),
+            dry_run=data["dryRun"],
+            actor=actor_for(self.principal, via="rest"),
+        )
+        return Response({**result, "dryRun": data["dryRun"]})
 
 
 class SummarizeSerializer(StrictSerializer):

@@ -19,6 +19,7 @@ from memory.api.views import MemoryAPIView
 from memory.exceptions import PermissionDenied
 from memory.retrieval.preview import retrieve_preview
 from memory.services.indexing import reindex_start
+from memory.services.providers import providers_status
 from memory.status import embedding_providers, engine_status
 
 
@@ -30,13 +31,22 @@ class PreviewSerializer(StrictSerializer):
     apiKeyId = ApiKeyIdField(allow_null=True)
 
 
+class FallbackUseSerializer(serializers.Serializer):
+    operation = serializers.CharField()
+    failed = serializers.CharField()
+    used = serializers.CharField(allow_null=True)
+    reason = serializers.CharField()
+    at = serializers.DateTimeField()
+
+
 class PreviewResolutionSerializer(serializers.Serializer):
     """How the preview was really answered (``memory.retrieval.engine``)."""
 
     embeddingSource = serializers.CharField(allow_null=True)
     embeddingModel = serializers.CharField(allow_null=True)
-    vectorStore = serializers.ChoiceField(
-        choices=["qdrant", "sqlite-vec", "none"], help_text="The store whose search ranked the hits."
+    vectorStore = serializers.CharField(
+        help_text="The store whose search ranked the hits: qdrant, sqlite-vec or none for the native "
+        "store; the provider's name for an API key on a memory provider."
     )
     # The request's ``strategy`` (its enum is documented there).
     strategyRequested = serializers.CharField()
@@ -46,6 +56,18 @@ class PreviewResolutionSerializer(serializers.Serializer):
     )
     rerankApplied = serializers.BooleanField()
     fallbackReason = serializers.CharField(allow_null=True)
+    provider = serializers.CharField(
+        required=False, help_text="Only for an API key on a memory provider: the provider's name."
+    )
+    providerType = serializers.CharField(required=False, help_text="The provider's backend type.")
+    rankings = serializers.ListField(
+        child=serializers.ChoiceField(choices=["keyword", "vector", "hybrid"]),
+        required=False,
+        help_text="The provider's rankings used (fused by RRF when there are two).",
+    )
+    backendFallbacks = FallbackUseSerializer(
+        many=True, required=False, help_text="Each operation a fallback provider answered (or none could)."
+    )
 
 
 class PreviewHitSerializer(serializers.Serializer):
@@ -126,10 +148,12 @@ class ReindexView(MemoryAPIView):
 class EngineStatusView(MemoryAPIView):
     @extend_schema(
         responses={200: r.EngineStatusSerializer, **r.errors()},
-        description="For a token bound to API keys, the counts are those of its keys' memories.",
+        description="For a token bound to API keys, the counts are those of its keys' memories, and "
+        "``providers`` lists only the providers and fallback events of its keys.",
     )
     def get(self, request: Request) -> Response:
-        return Response(engine_status(owner_ids=self.principal.owner_ids))
+        owner_ids = self.principal.owner_ids
+        return Response({**engine_status(owner_ids=owner_ids), "providers": providers_status(owner_ids)})
 
 
 class EmbeddingProvidersView(MemoryAPIView):

@@ -8,6 +8,9 @@ The original's argument schemas, with these fixes:
 * ``omniroute_memory_clear`` deletes every match, not only the 50 newest,
   reports what was really deleted, and has ``dryRun``.
 
+Every tool goes through :mod:`memory.store`, so a key whose memories live with a provider is searched,
+written and cleared there, exactly as a native key is here.
+
 A call without ``apiKeyId`` uses the token's only owner, and is refused with a
 clear error when the token reaches several (or all) owners. ``limit`` and
 ``maxTokens`` are bounded in the tool schemas (1..100, 1..8000): the SDK
@@ -33,9 +36,9 @@ from memory.principals import Principal
 from memory.selectors import memory_search
 from memory.services.audit import actor_for
 from memory.services.auth import require_scope
-from memory.services.memories import MemoryInput, content_problem, memory_create
-from memory.services.retention import memory_clear
+from memory.services.memories import MemoryInput, content_problem
 from memory.shapes import memory_json
+from memory.store import memory_clear, memory_create
 
 SEARCH_TOOL = "omniroute_memory_search"
 ADD_TOOL = "omniroute_memory_add"

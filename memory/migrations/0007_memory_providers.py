@@ -10,55 +10,89 @@ import memory.crypto
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0006_audit_event'),
+        ("memory", "0006_audit_event"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='MemoryProvider',
+            name="MemoryProvider",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('name', models.CharField(max_length=64, unique=True)),
-                ('type', models.CharField(max_length=16)),
-                ('config_json', memory.crypto.EncryptedTextField(default='{}')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "id",
+                    models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False),
+                ),
+                ("name", models.CharField(max_length=64, unique=True)),
+                ("type", models.CharField(max_length=16)),
+                ("config_json", memory.crypto.EncryptedTextField(default="{}")),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'verbose_name': 'memory provider',
-                'ordering': ['name'],
+                "verbose_name": "memory provider",
+                "ordering": ["name"],
             },
         ),
         migrations.AddField(
-            model_name='apikey',
-            name='provider',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='primary_for', to='memory.memoryprovider'),
+            model_name="apikey",
+            name="provider",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="primary_for",
+                to="memory.memoryprovider",
+            ),
         ),
         migrations.CreateModel(
-            name='ProviderFallback',
+            name="ProviderFallback",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveSmallIntegerField()),
-                ('api_key', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='fallback_links', to='memory.apikey')),
-                ('provider', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='fallback_links', to='memory.memoryprovider')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.PositiveSmallIntegerField()),
+                (
+                    "api_key",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="fallback_links",
+                        to="memory.apikey",
+                    ),
+                ),
+                (
+                    "provider",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="fallback_links",
+                        to="memory.memoryprovider",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['position'],
+                "ordering": ["position"],
             },
         ),
         migrations.AddField(
-            model_name='apikey',
-            name='fallbacks',
-            field=models.ManyToManyField(blank=True, related_name='fallback_for', through='memory.ProviderFallback', to='memory.memoryprovider'),
+            model_name="apikey",
+            name="fallbacks",
+            field=models.ManyToManyField(
+                blank=True,
+                related_name="fallback_for",
+                through="memory.ProviderFallback",
+                to="memory.memoryprovider",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='providerfallback',
-            constraint=models.UniqueConstraint(fields=('api_key', 'provider'), name='fallback_once_per_key'),
+            model_name="providerfallback",
+            constraint=models.UniqueConstraint(fields=("api_key", "provider"), name="fallback_once_per_key"),
         ),
         migrations.AddConstraint(
-            model_name='providerfallback',
-            constraint=models.UniqueConstraint(fields=('api_key', 'position'), name='fallback_position_per_key'),
+            model_name="providerfallback",
+            constraint=models.UniqueConstraint(
+                fields=("api_key", "position"), name="fallback_position_per_key"
+            ),
         ),
     ]

@@ -49,7 +49,10 @@ def query_embedding(text: str, settings: MemorySettings, backend: MemoryBackend)
     source, resolution = get_source(settings)
     if source is None:
         return None, resolution.reason
-    dimension = backend.vector_dimension
+    try:
+        dimension = backend.vector_dimension
+    except BackendUnavailable:  # a primary that is down: the manager's fallbacks may still rank
+        dimension = None
     vector = source.embed([text])[0]
     if dimension is not None and len(vector) != dimension:
         return (

@@ -3,6 +3,13 @@
 :func:`chat_retrieval` reads the settings once into a :class:`ChatRetrieval`; the gateway runs it
 (:func:`retrieve_for_chat`), and the Studio's Sandbox runs the same plan with only the fields an operator
 widened changed (``memory.retrieval.preview``).
+
+A key whose memories live with a provider (``ApiKey.provider``) is ranked by that provider through
+``memory.store.retrieve`` with the same budget, limit, session and retention; its ``resolution`` names
+the provider and every fallback taken; so is every key while memory encryption is on (its memories
+are sealed, ``memory.backends.encrypted``). A key on the native store runs the native engine directly:
+the plan knows which from ``ApiKey.provider_id``, already on the row, so the gateway's hot path gains
+no query.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from dataclasses import dataclass
 
 from django.conf import settings as django_settings
 
+from memory import store
+from memory.backends.selection import served_natively
 from memory.conf import MemorySettings, get_memory_settings
 from memory.models import ApiKey
 from memory.retrieval.engine import RetrievalResult, retrieve
@@ -30,11 +39,15 @@ class ChatRetrieval:
     scope: str  # the scope that applies: "global" only for keys allowed it
     session_id: str | None
     retention_days: int
+    # The one key read keeps its memories with a provider: ranked there (``memory.store.retrieve``).
+    on_provider: bool = False
 
     def run(
         self, *, settings: MemorySettings, touch: bool, filter_irrelevant: bool = True
     ) -> RetrievalResult:
-        return retrieve(
+        # store.retrieve ranks one provider-backed owner there, and any wider plan natively.
+        ranker = store.retrieve if self.on_provider else retrieve
+        return ranker(
             owner_ids=self.owner_ids,
             # "recent" is purely newest-first within the budget: no query reaches the tiers.
             query=None if self.strategy == "exact" else self.query,
@@ -66,8 +79,9 @@ def chat_retrieval(
         scope = "global"
     elif scope == "global" and not api_key.allow_global_scope:
         scope = "apiKey"
+    key = None if scope == "global" else api_key  # the one key read, if any
     return ChatRetrieval(
-        owner_ids=None if scope == "global" or api_key is None else frozenset({api_key.pk}),
+        owner_ids=None if key is None else frozenset({key.pk}),
         query=query,
         strategy=settings.retrieval_strategy,
         max_tokens=settings.maxTokens,
@@ -75,6 +89,7 @@ def chat_retrieval(
         scope=scope,
         session_id=session_id or None,
         retention_days=settings.retentionDays,
+        on_provider=key is not None and not served_natively(key),
     )
 
 

@@ -16,8 +16,9 @@ from memory.embeddings.runtime import resolve
 from memory.models import ApiKey
 from memory.principals import Principal
 from memory.retrieval.chat import chat_retrieval
-from memory.retrieval.engine import RetrievalResult, retrieve, vec_min_score
+from memory.retrieval.engine import RetrievalResult, vec_min_score
 from memory.shapes import hit_json
+from memory.store import retrieve
 
 STRATEGY_NAMES = {"exact": "recent"}  # the settings' name of an internal strategy
 

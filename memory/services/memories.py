@@ -93,7 +93,7 @@ def changes_from_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {_MODEL_NAMES.get(name, name): value for name, value in fields.items()}
 
 
-def _notify(action: str, memories: list[Memory]) -> None:
+def notify_change(action: str, memories: list[Memory]) -> None:
     """Send ``memory_changed`` after commit (never for a rolled-back write)."""
     payload = [(m.owner_id, m.uuid) for m in memories]
 
@@ -177,7 +177,7 @@ def memory_create(item: MemoryInput) -> tuple[Memory, bool]:
             _apply_upsert(existing, item, now)
             existing.save()
             _after_write([existing])
-            _notify("updated", [existing])
+            notify_change("updated", [existing])
             return existing, False
     memory = _new_memory(item, now)
     try:
@@ -190,14 +190,14 @@ def memory_create(item: MemoryInput) -> tuple[Memory, bool]:
         _apply_upsert(existing, item, now)
         existing.save()
         _after_write([existing])
-        _notify("updated", [existing])
+        notify_change("updated", [existing])
         return existing, False
     if link_turns([memory.seq]):
         memory.context, memory.context_seq = (
             Memory.objects.filter(seq=memory.seq).values_list("context", "context_seq").get()
         )
     _after_write([memory])
-    _notify("created", [memory])
+    notify_change("created", [memory])
     return memory, True
 
 
@@ -228,7 +228,7 @@ def memory_update(memory: Memory, **changes: Any) -> Memory:
             f"another memory of this API key already uses key {memory.key!r}", field="key"
         ) from None
     _after_write([memory])
-    _notify("updated", [memory])
+    notify_change("updated", [memory])
     return memory
 
 
@@ -237,7 +237,7 @@ def memory_delete(memory: Memory, *, actor: audit.Actor = audit.SYSTEM) -> None:
     """Delete the row; its FTS entry and sqlite-vec vector go with it in this
     transaction, the mirrors' vectors after commit (best effort; a sweep catches misses).
     ``actor`` (who asked) is written to the audit log in the same transaction."""
-    _notify("deleted", [memory])
+    notify_change("deleted", [memory])
     vectorsync.after_delete([memory.seq])
     deleted, _ = Memory.objects.filter(seq=memory.seq).delete()
     audit.record(
@@ -253,7 +253,7 @@ def memory_delete(memory: Memory, *, actor: audit.Actor = audit.SYSTEM) -> None:
 Slot = tuple[uuid.UUID, str] | tuple[str, int]
 
 
-def _merge_batch(items: list[MemoryInput]) -> tuple[list[Slot], dict[Slot, MemoryInput]]:
+def merge_batch(items: list[MemoryInput]) -> tuple[list[Slot], dict[Slot, MemoryInput]]:
     """Fold items sharing ``(owner, key)`` into one (later items win, metadata merged)."""
     slots: list[Slot] = []
     merged: dict[Slot, MemoryInput] = {}
@@ -395,7 +395,7 @@ def memory_bulk_create(items: list[MemoryInput], *, chunk_size: int = BULK_CHUNK
     transaction, the chunks are savepoints of it and all of it commits or rolls back together.
     """
     now = timezone.now()
-    slots, merged = _merge_batch(items)
+    slots, merged = merge_batch(items)
     ordered = list(merged.items())
     result: dict[Slot, uuid.UUID] = {}
     owners: set[uuid.UUID] = set()
@@ -481,7 +481,7 @@ def _bulk_chunk(
                 "needs_reindex",
             ],
         )
-    _notify("updated", to_update)
+    notify_change("updated", to_update)
     # Known once the chunk is written: a chunk that fails leaves neither ids nor owners behind.
     result.update(chunk_ids)
     owners.update({item.owner.pk for _, item in to_insert} | {m.owner_id for m in to_update})

@@ -17,12 +17,20 @@ deleted the originals).
 Ages are compared as datetimes, not as text (the original's string comparison
 broke on rows written as ``YYYY-MM-DD HH:MM:SS``): see
 :func:`memory.services.retention.older_than`.
+
+An owner whose memories live with a provider (``ApiKey.provider``) is compacted
+there, through :mod:`memory.store` and its manager: the same selection, texts,
+results and audit events, with the records read from the provider. A provider
+has no transaction: the summary is written before any original is deleted (a
+failure part way leaves memories listed twice, never lost), and runs on one
+owner are serialised in this process only (a lock), not across processes.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,11 +40,16 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from memory import store
+from memory.backends.base import Filters
+from memory.backends.manager import MemoryManager
+from memory.backends.native import to_memory
+from memory.backends.selection import manager_for
 from memory.models import ApiKey, AuditAction, Memory, MemoryType
 from memory.retrieval.budget import estimate_tokens
 from memory.selectors import live_memories
 from memory.services import audit
-from memory.services.memories import MemoryInput, memory_create, memory_update
+from memory.services.memories import MemoryInput
 from memory.services.retention import delete_rows, older_than
 from memory.shapes import iso
 
@@ -47,6 +60,10 @@ SUMMARY_SENTENCES = 3
 # Marks a memory as a summary made here; summaries are never summarised again
 # (a summary of summaries would cut each listed line to three sentences).
 SUMMARY_IDS_KEY = "summarizedIds"
+
+# A provider has no write transaction to serialise two compactions of one owner: this lock does, in
+# this process (see the module docstring).
+_PROVIDER_COMPACTION = threading.Lock()
 
 
 def generate_summary(content: str) -> str:
@@ -69,7 +86,6 @@ def is_summary(memory: Memory) -> bool:
 # -- budget compaction: newest first within the budget, every other memory cut to three sentences ----
 
 
-@transaction.atomic
 def summarize_to_budget(
     *,
     owner: ApiKey,
@@ -83,19 +99,44 @@ def summarize_to_budget(
     Walks the memories newest to oldest keeping each one that still fits the
     running total (no early stop: a later, smaller one can still be kept);
     every other memory is rewritten to :func:`generate_summary` of itself,
-    through :func:`memory_update` (so it is re-embedded and the Studio hears
+    through :func:`memory.store.memory_update` (so it is re-embedded and the Studio hears
     of it). ``summarizedCount`` counts condensed memories even when the text
     was already short enough to stay unchanged. Summaries made by
     :func:`summarize_older_than` are never condensed. Returns
     ``{originalCount, summarizedCount, tokensSaved, dryRun}``. A real run that condensed memories is
-    written to the audit log as ``actor``'s.
+    written to the audit log as ``actor``'s. A provider-backed owner's records are read from its
+    provider and rewritten there.
     """
+    manager = manager_for(owner)
+    if manager is None:
+        return _native_budget(owner, session_id, max_tokens, dry_run, actor)
+    with _PROVIDER_COMPACTION:
+        records = store.all_records(manager, owner.pk, Filters(session_id=session_id or None))
+        return _condense([to_memory(r) for r in records], owner, session_id, max_tokens, dry_run, actor)
+
+
+@transaction.atomic
+def _native_budget(
+    owner: ApiKey, session_id: str | None, max_tokens: int, dry_run: bool, actor: audit.Actor
+) -> dict:
     qs = live_memories().filter(owner=owner)
     if session_id:
         qs = qs.filter(session_id=session_id)
     rows = list(qs.select_for_update().order_by(F("created_at").desc(), F("seq").desc()))
+    return _condense(rows, owner, session_id, max_tokens, dry_run, actor)
+
+
+def _condense(
+    memories: list[Memory],
+    owner: ApiKey,
+    session_id: str | None,
+    max_tokens: int,
+    dry_run: bool,
+    actor: audit.Actor,
+) -> dict:
+    """The budget walk of :func:`summarize_to_budget` over ``memories`` (newest first)."""
     total = summarized = saved = 0
-    for memory in rows:
+    for memory in memories:
         tokens = estimate_tokens(memory.content)
         if total + tokens <= max_tokens:
             total += tokens
@@ -106,7 +147,7 @@ def summarize_to_budget(
         summarized += 1
         saved += tokens - estimate_tokens(summary)
         if summary != memory.content and not dry_run:
-            memory_update(memory, content=summary)
+            store.memory_update(memory, content=summary)
     if summarized and not dry_run:
         audit.record(
             actor=actor,
@@ -118,13 +159,13 @@ def summarize_to_budget(
     logger.info(
         "budget compaction of %s: %s memories, %s condensed, %s tokens saved%s",
         owner.pk,
-        len(rows),
+        len(memories),
         summarized,
         saved,
         " (dry run)" if dry_run else "",
     )
     return {
-        "originalCount": len(rows),
+        "originalCount": len(memories),
         "summarizedCount": summarized,
         "tokensSaved": saved,
         "dryRun": dry_run,
@@ -182,51 +223,88 @@ def summarize_older_than(
     Selection, creation and deletion run in one transaction. On SQLite the
     backend opens write transactions with ``BEGIN IMMEDIATE``, so two runs at
     the same time are serialised and the second finds nothing left to do;
-    other databases lock the candidate rows (``SELECT … FOR UPDATE``).
+    other databases lock the candidate rows (``SELECT … FOR UPDATE``). A
+    provider-backed owner is summarised on its provider, in that order but
+    without a transaction (see the module docstring).
     """
     now = now or timezone.now()
     result = OlderThanResult(owner=owner, older_than_days=days, dry_run=dry_run)
-    with transaction.atomic():
-        qs = live_memories(now=now).filter(owner=owner).exclude(metadata__has_key=SUMMARY_IDS_KEY)
-        qs = older_than(qs, now - timedelta(days=days)).order_by("created_at", "seq")
-        result.candidates = list(qs.select_for_update())
-        result.total_tokens = sum(estimate_tokens(m.content) for m in result.candidates)
-        if dry_run or not result.candidates:
-            return result
-        summary, _ = memory_create(
-            MemoryInput(
-                owner=owner,
-                type=MemoryType.SEMANTIC,
-                # A random suffix: the key must never upsert over an earlier summary.
-                key=f"summary_{iso(now)}_{uuid.uuid4().hex[:8]}",
-                content=summary_text(result.candidates, days),
-                metadata={
-                    "summarizedCount": len(result.candidates),
-                    "olderThanDays": days,
-                    "generatedAt": iso(now),
-                    "totalTokens": result.total_tokens,
-                    SUMMARY_IDS_KEY: [str(m.uuid) for m in result.candidates],
-                },
-            )
+    manager = manager_for(owner)
+    if manager is not None:
+        with _PROVIDER_COMPACTION:
+            _summarize_on_provider(manager, result, now)
+            if result.summary is not None:
+                _audit_summary(result, actor)
+    else:
+        with transaction.atomic():
+            qs = live_memories(now=now).filter(owner=owner).exclude(metadata__has_key=SUMMARY_IDS_KEY)
+            qs = older_than(qs, now - timedelta(days=days)).order_by("created_at", "seq")
+            result.candidates = list(qs.select_for_update())
+            result.total_tokens = sum(estimate_tokens(m.content) for m in result.candidates)
+            if dry_run or not result.candidates:
+                return result
+            result.summary = _write_summary(result, now)
+            result.deleted_count = delete_rows([(m.seq, m.owner_id) for m in result.candidates])
+            _audit_summary(result, actor)
+    if result.summary is not None:
+        logger.info(
+            "summarised %s memories (%s tokens) of %s older than %s days into %s",
+            result.deleted_count,
+            result.total_tokens,
+            owner.pk,
+            days,
+            result.summary_id,
         )
-        result.summary = summary
-        result.deleted_count = delete_rows([(m.seq, m.owner_id) for m in result.candidates])
-        audit.record(
-            actor=actor,
-            action=AuditAction.MEMORY_SUMMARIZE,
-            owner_id=owner.pk,
-            count=result.deleted_count,
-            details={"olderThanDays": days, "summaryId": result.summary_id},
-        )
-    logger.info(
-        "summarised %s memories (%s tokens) of %s older than %s days into %s",
-        result.deleted_count,
-        result.total_tokens,
-        owner.pk,
-        days,
-        result.summary_id,
-    )
     return result
+
+
+def _summarize_on_provider(manager: MemoryManager, result: OlderThanResult, now: datetime) -> None:
+    """:func:`summarize_older_than`'s selection, summary and deletions on the owner's provider."""
+    owner = result.owner
+    cutoff = now - timedelta(days=result.older_than_days)
+    records = [
+        r
+        for r in store.all_records(manager, owner.pk)
+        if r.created_at < cutoff and SUMMARY_IDS_KEY not in r.metadata
+    ]
+    records.sort(key=lambda r: r.created_at)
+    result.candidates = [to_memory(r) for r in records]
+    result.total_tokens = sum(estimate_tokens(m.content) for m in result.candidates)
+    if result.dry_run or not result.candidates:
+        return
+    # The summary first: an original is only deleted once what replaces it is stored.
+    result.summary = _write_summary(result, now)
+    result.deleted_count = sum(manager.delete(owner.pk, m.uuid) for m in result.candidates)
+
+
+def _write_summary(result: OlderThanResult, now: datetime) -> Memory:
+    summary, _ = store.memory_create(
+        MemoryInput(
+            owner=result.owner,
+            type=MemoryType.SEMANTIC,
+            # A random suffix: the key must never upsert over an earlier summary.
+            key=f"summary_{iso(now)}_{uuid.uuid4().hex[:8]}",
+            content=summary_text(result.candidates, result.older_than_days),
+            metadata={
+                "summarizedCount": len(result.candidates),
+                "olderThanDays": result.older_than_days,
+                "generatedAt": iso(now),
+                "totalTokens": result.total_tokens,
+                SUMMARY_IDS_KEY: [str(m.uuid) for m in result.candidates],
+            },
+        )
+    )
+    return summary
+
+
+def _audit_summary(result: OlderThanResult, actor: audit.Actor) -> None:
+    audit.record(
+        actor=actor,
+        action=AuditAction.MEMORY_SUMMARIZE,
+        owner_id=result.owner.pk,
+        count=result.deleted_count,
+        details={"olderThanDays": result.older_than_days, "summaryId": result.summary_id},
+    )
 
 
 def summarizable_owners() -> QuerySet[ApiKey]:

@@ -6,6 +6,11 @@ below it) when that one is a turn of the same day and session: ``context`` takes
 ``context_seq`` its ``seq``, and FTS5 indexes ``context`` as a lower-weighted column (migration 0005,
 whose triggers empty or update the context when the previous memory is deleted or edited). Measured
 on the conversational dev set, this lifts keyword R@5 by about six points (docs/retrieval-quality.md).
+
+Only native rows are linked: the SQL runs on this database's ``memories`` table, and
+``memory.services.memories`` calls it after its own inserts. A key whose memories live with a
+provider never reaches it (``memory.store`` sends its writes to the provider, whose records have no
+``seq`` and no ``context`` column), so a provider's keyword search ranks a turn by its own text only.
 """
 
 from __future__ import annotations

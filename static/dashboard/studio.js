@@ -199,6 +199,13 @@
 
   document.addEventListener("change", function (event) {
     if (event.target.matches("select[data-autosubmit]")) event.target.form.requestSubmit();
+    // The Providers form: open the chosen type's field list, close the others.
+    if (event.target.matches("select[data-type-select]")) {
+      const chosen = event.target.value;
+      event.target.form.querySelectorAll("details[data-type-help]").forEach(function (node) {
+        node.open = node.dataset.typeHelp === chosen;
+      });
+    }
   });
 
   // ------------------------------------------------------------ after every swap
@@ -222,8 +229,15 @@
   });
 
   // Errors of htmx requests (403, 500…) as a short notice instead of silence.
+  // A Studio view's domain error (a provider down, say) comes as a short text/plain message: show it.
   document.body.addEventListener("htmx:responseError", function (event) {
-    const status = event.detail.xhr ? event.detail.xhr.status : 0;
+    const xhr = event.detail.xhr;
+    const status = xhr ? xhr.status : 0;
+    const type = xhr ? xhr.getResponseHeader("Content-Type") || "" : "";
+    if (type.indexOf("text/plain") === 0 && xhr.responseText && xhr.responseText.length < 500) {
+      toast(xhr.responseText);
+      return;
+    }
     toast(status === 403 ? "You are not allowed to do that." : "The server answered " + status + ". Try again.");
   });
   document.body.addEventListener("htmx:sendError", function () { toast("The server cannot be reached."); });

@@ -24,9 +24,11 @@ from rest_framework.test import APIClient
 
 from memory.exceptions import NotFound
 from memory.mcp import tools
-from memory.models import ApiKey, ManagementToken, Memory
+from memory.models import ApiKey, ManagementToken, Memory, MemoryProvider
+from memory.services.audit import SYSTEM as SYSTEM_ACTOR
 from memory.services.auth import authenticate_token
 from memory.services.memories import MemoryInput, memory_bulk_create
+from memory.services.providers import provider_save
 from tests.factories import make_memory
 
 ALICE_MEMORIES = 3
@@ -260,6 +262,48 @@ def _global(path: str, method: str, reason: str, body: Any = None) -> Case:
     return lambda world: refused(world, method, path, body)
 
 
+def _memory_clear(world: World) -> None:
+    before = world.bob_rows()
+    mine = _send(world, "POST", "/api/memory/clear", {"apiKeyId": "", "dryRun": True})
+    assert mine.status_code == 200 and mine.json()["matched"] == ALICE_MEMORIES
+    theirs = _send(world, "POST", "/api/memory/clear", {"apiKeyId": str(world.bob.pk)})
+    assert theirs.status_code == 404
+    assert world.bob_rows() == before
+    assert_no_leak(world, mine.content)
+    assert_no_leak(world, theirs.content, sent=(str(world.bob.pk),))
+
+
+def _key_refused(method: str, detail: bool) -> Case:
+    """The API keys are a global admin's: a bound token is refused, even for its own key."""
+
+    def case(world: World) -> None:
+        for key in (world.bob, world.alice):
+            path = f"/api/keys/{key.pk}" if detail else "/api/keys"
+            body = {"name": "taken"} if method in ("POST", "PATCH") else None
+            response = _send(world, method, path, body)
+            assert response.status_code == 403, response.content
+            assert "API keys are credentials" in response.json()["error"]["message"]
+            assert_no_leak(world, response.content, sent=(str(world.bob.pk),))
+        assert ApiKey.objects.filter(name="taken").count() == 0 and ApiKey.objects.count() == 2
+
+    return case
+
+
+def _provider_case(method: str, path: str, status: int, body: Any = None) -> Case:
+    """A provider no key of alice's uses is invisible (404) to her token, and no write reaches it (403)."""
+
+    def case(world: World) -> None:
+        provider = provider_save(name="unused", type="inmemory", config={}, actor=SYSTEM_ACTOR)
+        response = _send(world, method, path, body)
+        assert response.status_code == status, response.content
+        if method == "GET" and path == "/api/memory/providers":
+            assert response.json()["data"] == []
+        assert MemoryProvider.objects.get(pk=provider.pk).name == "unused"
+        assert_no_leak(world, response.content)
+
+    return case
+
+
 SETTINGS_BODY = {"enabled": True}
 CASES: dict[tuple[str, str], Case] = {
     ("memory-list", "GET"): _memory_list_get,
@@ -289,6 +333,22 @@ CASES: dict[tuple[str, str], Case] = {
     ("settings-qdrant-search", "POST"): _qdrant_search,
     ("settings-qdrant-cleanup", "POST"): _global("/api/settings/qdrant/cleanup", "POST", "every owner", {}),
     ("audit-list", "GET"): _global("/api/audit", "GET", "audit log is global"),
+    ("memory-clear", "POST"): _memory_clear,
+    ("keys", "GET"): _key_refused("GET", detail=False),
+    ("keys", "POST"): _key_refused("POST", detail=False),
+    ("key-detail", "GET"): _key_refused("GET", detail=True),
+    ("key-detail", "PATCH"): _key_refused("PATCH", detail=True),
+    ("key-detail", "DELETE"): _key_refused("DELETE", detail=True),
+    ("memory-providers", "GET"): _provider_case("GET", "/api/memory/providers", 200),
+    ("memory-providers", "POST"): _provider_case(
+        "POST", "/api/memory/providers", 403, {"name": "new", "type": "inmemory"}
+    ),
+    ("memory-provider", "GET"): _provider_case("GET", "/api/memory/providers/unused", 404),
+    ("memory-provider", "PUT"): _provider_case(
+        "PUT", "/api/memory/providers/unused", 403, {"type": "native", "config": {}}
+    ),
+    ("memory-provider", "DELETE"): _provider_case("DELETE", "/api/memory/providers/unused", 403),
+    ("memory-provider-test", "POST"): _provider_case("POST", "/api/memory/providers/unused/test", 404),
     ("healthz", "GET"): _healthz,
     ("mcp", "POST"): _mcp_fallback,
 }

@@ -8,6 +8,9 @@ each key's memories beyond the newest N tokens instead (and does both when
 ``--older-than-days`` is given too). Prints one line per key; exits non-zero
 when any key failed. Two runs at the same time do not compact twice: each
 key is summarised in one write transaction, and the second run finds nothing.
+A key whose memories live with a provider is summarised there
+(``memory.services.summarization``); a provider that cannot be reached fails
+that key only.
 """
 
 from __future__ import annotations

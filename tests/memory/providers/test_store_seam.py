@@ -6,6 +6,7 @@ import pytest
 
 from memory import store
 from memory.backends.selection import forget, manager_for
+from memory.exceptions import NotFound
 from memory.models import ApiKey, MemoryProvider
 from memory.principals import Principal
 from memory.services.memories import MemoryInput
@@ -27,7 +28,9 @@ def keys():
 
 def test_writes_and_reads_follow_the_keys_provider(keys):
     on_provider, native_key = keys
-    memory, created = store.memory_create(MemoryInput(owner=on_provider, content="I live in Lisbon", key="city"))
+    memory, created = store.memory_create(
+        MemoryInput(owner=on_provider, content="I live in Lisbon", key="city")
+    )
     assert created and memory.seq is None
     native_memory, _ = store.memory_create(MemoryInput(owner=native_key, content="I live in Porto"))
     assert native_memory.seq is not None
@@ -45,12 +48,14 @@ def test_writes_and_reads_follow_the_keys_provider(keys):
     got = store.memory_get(principal=everyone, memory_id=memory.uuid)
     assert got.content == "I live in Faro"
 
-    result = store.retrieve(owner_ids=frozenset({on_provider.pk}), query="where do I live, Faro?", strategy="hybrid")
+    result = store.retrieve(
+        owner_ids=frozenset({on_provider.pk}), query="where do I live, Faro?", strategy="hybrid"
+    )
     assert [h.memory.content for h in result.hits] == ["I live in Faro"]
     assert result.resolution["provider"] == "ram"
 
     only_native = Principal(scope="admin", owner_ids=frozenset({native_key.pk}), label="bound")
-    with pytest.raises(Exception):
+    with pytest.raises(NotFound):
         store.memory_get(principal=only_native, memory_id=memory.uuid)
 
     updated = store.memory_update(got, content="I live in Braga")
