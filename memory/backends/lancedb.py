@@ -42,7 +42,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -343,7 +343,141 @@ def _row(record: MemoryRecord, vector: np.ndarray | None) -> dict[str, Any]:
     }
 
 
-class LanceDBBackend(MemoryBackend):
+class LanceWrites(MemoryBackend):
+    """The writes both LanceDB modes share: the ``(owner, key)`` upsert and the update, read first
+    (Lance answers a write with a version, not with what it replaced), one lock per backend.
+
+    A mode gives its table (``_table``), one row by predicate (``_one``), the write of rows
+    (``_write``), a row as a record (``_open``), the owner's predicate (``_predicate``) and the guard
+    that turns its store's failures into ``BackendUnavailable`` (``_guard``).
+    """
+
+    config: LanceDBConfig
+    _lock: threading.RLock
+
+    def _guard(self) -> AbstractContextManager[None]:
+        raise NotImplementedError
+
+    def _table(self, owner: uuid.UUID, *, create: bool) -> Any:
+        raise NotImplementedError
+
+    def _one(self, table: Any, owner: uuid.UUID, where: str) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def _write(self, table: Any, rows: builtins.list[dict[str, Any]]) -> None:
+        raise NotImplementedError
+
+    def _open(self, row: dict[str, Any]) -> MemoryRecord:
+        raise NotImplementedError
+
+    def _predicate(self, owner: uuid.UUID, filters: Filters, *, live: bool = True) -> str:
+        raise NotImplementedError
+
+    def store(self, draft: MemoryDraft) -> tuple[MemoryRecord, bool]:
+        check_draft(draft)
+        with self._guard(), self._lock:
+            return self._store(draft, None)
+
+    def store_with_embedding(
+        self, draft: MemoryDraft, embedding: Sequence[float] | np.ndarray
+    ) -> tuple[MemoryRecord, bool]:
+        check_draft(draft)
+        vector = as_vector(embedding, dimension=self.config.dimension, field="embedding")
+        with self._guard(), self._lock:
+            return self._store(draft, vector)
+
+    def _store(self, draft: MemoryDraft, vector: np.ndarray | None) -> tuple[MemoryRecord, bool]:
+        owner = draft.owner
+        table = self._table(owner, create=True)
+        assert table is not None  # created
+        now = timezone.now()
+        mine = f"owner = {_quote(owner.hex)}"
+        if draft.id is not None:
+            found = self._one(table, owner, f"{mine} AND id = {_quote(str(draft.id))}")
+            if found is not None:
+                return self._open(found), False
+        existing = self._one(table, owner, f"{mine} AND key = {_quote(draft.key)}") if draft.key else None
+        if existing is not None:
+            old = self._open(existing)
+            record = MemoryRecord(
+                id=old.id,
+                owner=owner,
+                content=draft.content,
+                type=draft.type,
+                key=old.key,
+                session_id=draft.session_id,
+                metadata=_metadata({**old.metadata, **dict(draft.metadata)}),
+                created_at=old.created_at,
+                updated_at=_utc(now),
+                expires_at=None if draft.expires_at is None else _utc(draft.expires_at),
+                importance=old.importance if draft.importance is None else float(draft.importance),
+            )
+            kept = vector
+            if kept is None and record.content == old.content and existing["vector"] is not None:
+                kept = np.asarray(existing["vector"], dtype=np.float32)
+            self._write(table, [_row(record, kept)])
+            return record, False
+        record = MemoryRecord(
+            id=draft.id or uuid.uuid4(),
+            owner=owner,
+            content=draft.content,
+            type=draft.type,
+            key=draft.key or None,
+            session_id=draft.session_id,
+            metadata=_metadata(draft.metadata),
+            created_at=_utc(draft.created_at or now),
+            updated_at=_utc(now),
+            expires_at=None if draft.expires_at is None else _utc(draft.expires_at),
+            importance=0.5 if draft.importance is None else float(draft.importance),
+        )
+        self._write(table, [_row(record, vector)])
+        return record, True
+
+    def update(
+        self,
+        owner: uuid.UUID,
+        memory_id: uuid.UUID,
+        changes: Mapping[str, Any],
+        *,
+        embedding: Sequence[float] | np.ndarray | None = None,
+    ) -> MemoryRecord | None:
+        checked = check_changes(changes)
+        given = (
+            None
+            if embedding is None
+            else as_vector(embedding, dimension=self.config.dimension, field="embedding")
+        )
+        with self._guard(), self._lock:
+            table = self._table(owner, create=False)
+            if table is None:
+                return None
+            where = f"{self._predicate(owner, NO_FILTERS)} AND id = {_quote(str(memory_id))}"
+            found = self._one(table, owner, where)
+            if found is None:
+                return None
+            old = self._open(found)
+            new_key = checked.get("key", old.key)
+            if new_key and new_key != old.key:
+                holder = self._one(table, owner, f"owner = {_quote(owner.hex)} AND key = {_quote(new_key)}")
+                if holder is not None and holder["id"] != str(memory_id):
+                    raise Conflict(f"another memory of this owner already uses key {new_key!r}", field="key")
+            fields = {f: getattr(old, f) for f in RECORD_FIELDS}
+            fields.update(checked)
+            if "metadata" in checked:
+                fields["metadata"] = _metadata(checked["metadata"])
+            if "expires_at" in checked and checked["expires_at"] is not None:
+                fields["expires_at"] = _utc(checked["expires_at"])
+            if "importance" in checked:
+                fields["importance"] = float(checked["importance"])
+            record = MemoryRecord(**fields, updated_at=_utc(timezone.now()))
+            vector = given
+            if vector is None and record.content == old.content and found["vector"] is not None:
+                vector = np.asarray(found["vector"], dtype=np.float32)
+            self._write(table, [_row(record, vector)])
+            return record
+
+
+class LanceDBBackend(LanceWrites):
     """Records in a local LanceDB directory, one table per owner; see the module docstring."""
 
     type_name = "lancedb"
@@ -483,110 +617,8 @@ class LanceDBBackend(MemoryBackend):
             count = 0
         self._writes[table.name] = count
 
-    # -- writes
-
-    def store(self, draft: MemoryDraft) -> tuple[MemoryRecord, bool]:
-        check_draft(draft)
-        with self._guard(), self._lock:
-            return self._store(draft, None)
-
-    def store_with_embedding(
-        self, draft: MemoryDraft, embedding: Sequence[float] | np.ndarray
-    ) -> tuple[MemoryRecord, bool]:
-        check_draft(draft)
-        vector = as_vector(embedding, dimension=self.config.dimension, field="embedding")
-        with self._guard(), self._lock:
-            return self._store(draft, vector)
-
-    def _store(self, draft: MemoryDraft, vector: np.ndarray | None) -> tuple[MemoryRecord, bool]:
-        owner = draft.owner
-        table = self._table(owner, create=True)
-        assert table is not None  # created
-        now = timezone.now()
-        mine = f"owner = {_quote(owner.hex)}"
-        if draft.id is not None:
-            found = self._one(table, owner, f"{mine} AND id = {_quote(str(draft.id))}")
-            if found is not None:
-                return _record(found), False
-        existing = self._one(table, owner, f"{mine} AND key = {_quote(draft.key)}") if draft.key else None
-        if existing is not None:
-            old = _record(existing)
-            record = MemoryRecord(
-                id=old.id,
-                owner=owner,
-                content=draft.content,
-                type=draft.type,
-                key=old.key,
-                session_id=draft.session_id,
-                metadata=_metadata({**old.metadata, **dict(draft.metadata)}),
-                created_at=old.created_at,
-                updated_at=_utc(now),
-                expires_at=None if draft.expires_at is None else _utc(draft.expires_at),
-                importance=old.importance if draft.importance is None else float(draft.importance),
-            )
-            kept = vector
-            if kept is None and record.content == old.content and existing["vector"] is not None:
-                kept = np.asarray(existing["vector"], dtype=np.float32)
-            self._write(table, [_row(record, kept)])
-            return record, False
-        record = MemoryRecord(
-            id=draft.id or uuid.uuid4(),
-            owner=owner,
-            content=draft.content,
-            type=draft.type,
-            key=draft.key or None,
-            session_id=draft.session_id,
-            metadata=_metadata(draft.metadata),
-            created_at=_utc(draft.created_at or now),
-            updated_at=_utc(now),
-            expires_at=None if draft.expires_at is None else _utc(draft.expires_at),
-            importance=0.5 if draft.importance is None else float(draft.importance),
-        )
-        self._write(table, [_row(record, vector)])
-        return record, True
-
-    def update(
-        self,
-        owner: uuid.UUID,
-        memory_id: uuid.UUID,
-        changes: Mapping[str, Any],
-        *,
-        embedding: Sequence[float] | np.ndarray | None = None,
-    ) -> MemoryRecord | None:
-        checked = check_changes(changes)
-        given = (
-            None
-            if embedding is None
-            else as_vector(embedding, dimension=self.config.dimension, field="embedding")
-        )
-        with self._guard(), self._lock:
-            table = self._table(owner, create=False)
-            if table is None:
-                return None
-            where = self._predicate(owner, NO_FILTERS)
-            found = self._one(table, owner, f"{where} AND id = {_quote(str(memory_id))}")
-            if found is None:
-                return None
-            old = _record(found)
-            new_key = checked.get("key", old.key)
-            if new_key and new_key != old.key:
-                holder = self._one(table, owner, f"owner = {_quote(owner.hex)} AND key = {_quote(new_key)}")
-                if holder is not None and holder["id"] != str(memory_id):
-                    raise Conflict(f"another memory of this owner already uses key {new_key!r}", field="key")
-            fields = {f: getattr(old, f) for f in RECORD_FIELDS}
-            fields.update(checked)
-            if "metadata" in checked:
-                fields["metadata"] = _metadata(checked["metadata"])
-            if "expires_at" in checked and checked["expires_at"] is not None:
-                fields["expires_at"] = _utc(checked["expires_at"])
-            if "importance" in checked:
-                fields["importance"] = float(checked["importance"])
-            record = MemoryRecord(**fields, updated_at=_utc(timezone.now()))
-            vector = given
-            if vector is None and record.content == old.content and found["vector"] is not None:
-                vector = np.asarray(found["vector"], dtype=np.float32)
-            self._write(table, [_row(record, vector)])
-            return record
+    def _open(self, row: dict[str, Any]) -> MemoryRecord:
+        return _record(row)
 
     def delete(self, owner: uuid.UUID, memory_id: uuid.UUID) -> bool:
         with self._guard(), self._lock:

@@ -49,7 +49,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -68,32 +68,25 @@ from memory.backends.base import (
     Capabilities,
     Filters,
     Health,
-    MemoryBackend,
-    MemoryDraft,
     MemoryHit,
     MemoryRecord,
     Page,
     Ranking,
     as_vector,
-    check_changes,
-    check_draft,
     check_page,
 )
 from memory.backends.lancedb import (
     RECORD_COLUMNS,
-    RECORD_FIELDS,
     TEXT_INDEX,
     LanceDBConfig,
+    LanceWrites,
     _instant_literal,
-    _metadata,
     _quote,
     _record,
-    _row,
-    _utc,
     schema,
 )
 from memory.conf import get_memory_settings
-from memory.exceptions import Conflict, DomainError
+from memory.exceptions import DomainError
 from memory.retrieval.relevance import query_terms
 from memory.urlpolicy import UrlPolicyError, check_outbound_url
 
@@ -183,7 +176,7 @@ def _read_arrow(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(buffer).read_all()
 
 
-class LanceDBRemoteBackend(MemoryBackend):
+class LanceDBRemoteBackend(LanceWrites):
     """Records in a LanceDB Cloud/Enterprise database, one table per owner; see the module docstring."""
 
     type_name = "lancedb"
@@ -444,110 +437,15 @@ class LanceDBRemoteBackend(MemoryBackend):
         with self._reading(what):
             return [_record(row) for row in rows]
 
-    # -- writes
+    # -- writes (the upsert and the update are LanceWrites'; the remote's failures are raised
+    # as BackendUnavailable where each request is sent, so its guard adds nothing)
 
-    def store(self, draft: MemoryDraft) -> tuple[MemoryRecord, bool]:
-        check_draft(draft)
-        with self._lock:
-            return self._store(draft, None)
+    def _guard(self) -> AbstractContextManager[None]:
+        return nullcontext()
 
-    def store_with_embedding(
-        self, draft: MemoryDraft, embedding: Sequence[float] | np.ndarray
-    ) -> tuple[MemoryRecord, bool]:
-        check_draft(draft)
-        vector = as_vector(embedding, dimension=self.config.dimension, field="embedding")
-        with self._lock:
-            return self._store(draft, vector)
-
-    def _store(self, draft: MemoryDraft, vector: np.ndarray | None) -> tuple[MemoryRecord, bool]:
-        owner = draft.owner
-        table = self._table(owner, create=True)
-        assert table is not None  # created
-        now = timezone.now()
-        mine = f"owner = {_quote(owner.hex)}"
-        if draft.id is not None:
-            found = self._one(table, owner, f"{mine} AND id = {_quote(str(draft.id))}")
-            if found is not None:
-                return self._records([found], "query")[0], False
-        existing = self._one(table, owner, f"{mine} AND key = {_quote(draft.key)}") if draft.key else None
-        if existing is not None:
-            (old,) = self._records([existing], "query")
-            record = MemoryRecord(
-                id=old.id,
-                owner=owner,
-                content=draft.content,
-                type=draft.type,
-                key=old.key,
-                session_id=draft.session_id,
-                metadata=_metadata({**old.metadata, **dict(draft.metadata)}),
-                created_at=old.created_at,
-                updated_at=_utc(now),
-                expires_at=None if draft.expires_at is None else _utc(draft.expires_at),
-                importance=old.importance if draft.importance is None else float(draft.importance),
-            )
-            kept = vector
-            if kept is None and record.content == old.content and existing["vector"] is not None:
-                kept = np.asarray(existing["vector"], dtype=np.float32)
-            self._write(table, [_row(record, kept)])
-            return record, False
-        record = MemoryRecord(
-            id=draft.id or uuid.uuid4(),
-            owner=owner,
-            content=draft.content,
-            type=draft.type,
-            key=draft.key or None,
-            session_id=draft.session_id,
-            metadata=_metadata(draft.metadata),
-            created_at=_utc(draft.created_at or now),
-            updated_at=_utc(now),
-            expires_at=None if draft.expires_at is None else _utc(draft.expires_at),
-            importance=0.5 if draft.importance is None else float(draft.importance),
-        )
-        self._write(table, [_row(record, vector)])
-        return record, True
-
-    def update(
-        self,
-        owner: uuid.UUID,
-        memory_id: uuid.UUID,
-        changes: Mapping[str, Any],
-        *,
-        embedding: Sequence[float] | np.ndarray | None = None,
-    ) -> MemoryRecord | None:
-        checked = check_changes(changes)
-        given = (
-            None
-            if embedding is None
-            else as_vector(embedding, dimension=self.config.dimension, field="embedding")
-        )
-        with self._lock:
-            table = self._table(owner, create=False)
-            if table is None:
-                return None
-            where = f"{self._predicate(owner, NO_FILTERS)} AND id = {_quote(str(memory_id))}"
-            found = self._one(table, owner, where)
-            if found is None:
-                return None
-            (old,) = self._records([found], "query")
-            new_key = checked.get("key", old.key)
-            if new_key and new_key != old.key:
-                holder = self._one(table, owner, f"owner = {_quote(owner.hex)} AND key = {_quote(new_key)}")
-                if holder is not None and holder["id"] != str(memory_id):
-                    raise Conflict(f"another memory of this owner already uses key {new_key!r}", field="key")
-            fields = {f: getattr(old, f) for f in RECORD_FIELDS}
-            fields.update(checked)
-            if "metadata" in checked:
-                fields["metadata"] = _metadata(checked["metadata"])
-            if "expires_at" in checked and checked["expires_at"] is not None:
-                fields["expires_at"] = _utc(checked["expires_at"])
-            if "importance" in checked:
-                fields["importance"] = float(checked["importance"])
-            record = MemoryRecord(**fields, updated_at=_utc(timezone.now()))
-            vector = given
-            if vector is None and record.content == old.content and found["vector"] is not None:
-                vector = np.asarray(found["vector"], dtype=np.float32)
-            self._write(table, [_row(record, vector)])
-            return record
+    def _open(self, row: dict[str, Any]) -> MemoryRecord:
+        (record,) = self._records([row], "query")
+        return record
 
     def delete(self, owner: uuid.UUID, memory_id: uuid.UUID) -> bool:
         with self._lock:
