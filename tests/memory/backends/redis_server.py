@@ -1,4 +1,5 @@
-"""A redis-server of a test's own that keeps what it acknowledged across a kill."""
+"""A redis-server of a test's own on a free port, killed and started again by the test: without
+persistence (``RedisServer``) or keeping what it acknowledged across a kill (``PersistentRedis``)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class PersistentRedis:
-    """A redis-server that keeps what it acknowledged across a kill (``appendfsync always``)."""
+class RedisServer:
+    """A throw-away redis-server (no persistence: a kill loses everything)."""
+
+    #: redis-server's persistence options.
+    persistence: tuple[str, ...] = ("--appendonly", "no")
 
     def __init__(self, directory: Path) -> None:
         self.port = _free_port()
@@ -38,10 +42,7 @@ class PersistentRedis:
                 "127.0.0.1",
                 "--save",
                 "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
+                *self.persistence,
                 "--dir",
                 str(self.directory),
             ],
@@ -63,3 +64,11 @@ class PersistentRedis:
             self.process.kill()
             self.process.wait(timeout=10)
             self.process = None
+
+    stop = kill
+
+
+class PersistentRedis(RedisServer):
+    """A redis-server that keeps what it acknowledged across a kill (``appendfsync always``)."""
+
+    persistence = ("--appendonly", "yes", "--appendfsync", "always")

@@ -4,90 +4,34 @@ restarted: what a write does while the server is away, with and without a fallba
 from __future__ import annotations
 
 import shutil
-import socket
-import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import redis
 from django.utils import timezone
 
 from memory.backends.base import BackendUnavailable, MemoryDraft
 from memory.backends.inmemory import InMemoryBackend
 from memory.backends.manager import FallbackEvent, MemoryManager
 from memory.backends.registry import build_backend
+from tests.memory.backends.redis_server import RedisServer
 
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
 
 OWNER = uuid.uuid4()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Server:
-    """A throw-away redis-server (no persistence) that a test can stop and start again."""
-
-    def __init__(self, directory: Path) -> None:
-        self.port = _free_port()
-        self.directory = directory
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.directory),
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        client = redis.Redis.from_url(self.url)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                return
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait(timeout=10)
-            self.process = None
-
-
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    running = Server(tmp_path)
+def server(tmp_path: Path) -> Iterator[RedisServer]:
+    running = RedisServer(tmp_path)
     running.start()
     yield running
     running.stop()
 
 
-def test_a_write_while_the_server_is_down_is_refused_and_health_says_why(server: Server) -> None:
+def test_a_write_while_the_server_is_down_is_refused_and_health_says_why(server: RedisServer) -> None:
     backend = build_backend(
         "redis", {"url": server.url, "retries": 1, "backoff_seconds": 0.01, "timeout_seconds": 1}
     )
@@ -104,7 +48,7 @@ def test_a_write_while_the_server_is_down_is_refused_and_health_says_why(server:
     assert backend.count(OWNER) == 0
 
 
-def test_with_a_fallback_no_acknowledged_write_is_lost(server: Server) -> None:
+def test_with_a_fallback_no_acknowledged_write_is_lost(server: RedisServer) -> None:
     backend = build_backend(
         "redis", {"url": server.url, "retries": 1, "backoff_seconds": 0.01, "timeout_seconds": 1}
     )
@@ -131,7 +75,7 @@ def test_with_a_fallback_no_acknowledged_write_is_lost(server: Server) -> None:
     assert spare.count(OWNER) == 0
 
 
-def test_health_reports_the_bounded_scan_and_redisearch(server: Server) -> None:
+def test_health_reports_the_bounded_scan_and_redisearch(server: RedisServer) -> None:
     backend = build_backend("redis", {"url": server.url, "scan_limit": 500})
     health = backend.health()
     assert health.ok is True
@@ -139,7 +83,7 @@ def test_health_reports_the_bounded_scan_and_redisearch(server: Server) -> None:
     assert "500 newest" in health.detail["vectorSearch"]
 
 
-def test_searches_read_only_the_newest_records_up_to_the_scan_limit(server: Server) -> None:
+def test_searches_read_only_the_newest_records_up_to_the_scan_limit(server: RedisServer) -> None:
     backend = build_backend("redis", {"url": server.url, "scan_limit": 2})
     now = timezone.now()
     backend.store(MemoryDraft(owner=OWNER, content="python oldest", created_at=now - timedelta(hours=3)))
