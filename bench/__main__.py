@@ -1,6 +1,6 @@
 """Run every benchmark against a throw-away data directory (the built models are reused).
 
-Usage: python -m bench [name ...]   (names: ingest, embeddings, retrieval, backends, gateway, load)
+Usage: python -m bench [name ...]   (names: ingest, embeddings, retrieval, backends, gateway, load, cognitive)
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ORDER = ["embeddings", "ingest", "retrieval", "backends", "gateway", "load"]
+ORDER = ["embeddings", "ingest", "retrieval", "backends", "gateway", "load", "cognitive"]
 
 
 def setup_django(data_dir: str) -> None:

@@ -1,0 +1,195 @@
+"""The change rules: what a statement says about a slot that the extraction rules do not read.
+
+The extraction rules (:mod:`memory.extraction`) learn facts; a contradiction also turns on what is not a
+fact to learn: an ending ("I quit Spotify", "I don't live in Toronto anymore", "moved off Jira"), an age,
+a birthplace, a favourite, a count, a date moved, "my manager is X", a switch of tool ("switched from
+vim to VS Code"), a habit taken up or given up. :data:`RULES` is their declarative registry, read in
+order by :func:`memory.cognitive.claims.read_claims` on the folded text (lower case, no accents).
+
+Adding one: a pattern whose group ``v`` is the value (``k`` a part of the slot's name, ``{k}`` or
+``{v}`` in ``slot``), ``positive=False`` for an ending, ``mode="past"`` for what cannot change (the
+contradiction check then says ``contradicts``, never ``supersedes``), ``mode="plan"`` for a change that
+is only said to be coming.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["RULES", "ChangeRule", "Mode"]
+
+Mode = Literal["state", "past", "hedged", "plan"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRule:
+    """A pattern (on the folded text) whose group ``v`` is the value of ``slot`` (``{k}`` in the slot is
+    the group ``k``); ``positive`` false for an ending; ``mode`` ``past`` for what cannot change."""
+
+    pattern: re.Pattern[str]
+    slot: str
+    positive: bool = True
+    mode: Mode = "state"
+
+
+def _r(source: str, slot: str, *, positive: bool = True, mode: Mode = "state") -> ChangeRule:
+    return ChangeRule(re.compile(source), slot, positive, mode)
+
+
+_ME = r"(?:^|(?<=[,;.!?:])\s*|\b(?:i|we|and|now|so)\s+)"  # a first-person or telegraphic clause opening
+_PLACE = r"(?P<v>[a-z][a-z' -]{1,40}?)"
+_END = r"(?=\s*(?:$|[,.;!?]|\s(?:now|with|for|in\s+(?:19|20)\d\d|last|since|after|because|and|but|em|en)\b))"
+_NAME = r"(?P<v>[a-z][a-z'-]+(?:\s[a-z][a-z'-]+)?)"
+_AGE = r"(?P<v>\d{1,3})"
+
+RULES: tuple[ChangeRule, ...] = (
+    # residence: endings and arrivals the extraction rules leave out
+    _r(
+        rf"\b(?:no\s+longer|don['’]?t|do\s+not|not)\s+(?:live|living)\s+in\s+{_PLACE}{_END}",
+        "residence",
+        positive=False,
+    ),
+    _r(rf"\bmoved\s+out\s+of\s+{_PLACE}{_END}", "residence", positive=False),
+    _r(rf"\b(?:we['’]re|i['’]m|we\s+are|i\s+am)\s+in\s+{_PLACE}\s+now\b", "residence"),
+    _r(rf"\b(?:our|my)\s+new\s+(?:place|flat|house|home|apartment)\s+is\s+in\s+{_PLACE}{_END}", "residence"),
+    _r(
+        rf"\b(?:move|moving|relocat\w*|mudar|me\s+mudar|d[ée]m[ée]nager)\s+(?:back\s+)?(?:to|para|à|a)\s+{_PLACE}{_END}",
+        "residence",
+        mode="plan",
+    ),
+    _r(rf"\bn['’]habite\s+plus\s+(?:à|a|en)\s+{_PLACE}{_END}", "residence", positive=False),
+    _r(rf"\bn[ãa]o\s+moro\s+mais\s+(?:em|no|na)\s+{_PLACE}{_END}", "residence", positive=False),
+    # what cannot change: where one was born or grew up, when, a trip made
+    _r(rf"\bgrew\s+up\s+in\s+{_PLACE}{_END}", "origin", mode="past"),
+    _r(rf"\b(?:born|n[ée]e?)\s+(?:in|à|a)\s+(?!(?:19|20)\d\d){_PLACE}{_END}", "birthplace", mode="past"),
+    _r(rf"\bnasci\s+(?:em|no|na)\s+{_PLACE}{_END}", "birthplace", mode="past"),
+    _r(r"\bborn\s+in\s+(?P<v>(?:19|20)\d\d)\b", "birthyear", mode="past"),
+    _r(r"\bbirthday\s+is\s+(?:on\s+)?(?P<v>[a-z]+\s+\d{1,2}|\d{1,2}\s+[a-z]+)", "birthday", mode="past"),
+    _r(rf"\b(?:went|been|travelled|traveled)\s+to\s+{_PLACE}{_END}", "visited:{v}", mode="past"),
+    _r(
+        rf"\bnever\s+(?:been|gone|went|travelled|traveled)\s+to\s+{_PLACE}{_END}",
+        "visited:{v}",
+        positive=False,
+        mode="past",
+    ),
+    # work
+    _r(rf"\b(?:started|starting)\s+(?:a\s+new\s+job\s+)?(?:at|with)\s+{_NAME}{_END}", "employer"),
+    _r(rf"\bgot\s+(?:a\s+job|hired)\s+(?:at|with|by)\s+(?:the\s+)?{_NAME}{_END}", "employer"),
+    _r(rf"\b(?:signed|joined)\s+(?:[a-z-]+\s+){{0,3}}?(?:with|at)\s+{_NAME}{_END}", "employer"),
+    _r(rf"\bcomecei\s+a\s+trabalhar\s+(?:no|na|em)\s+{_NAME}{_END}", "employer"),
+    _r(rf"\boffer\s+from\s+{_NAME}{_END}", "employer", mode="hedged"),
+    _r(
+        rf"\b(?:quit|left|leaving|quitting)\s+(?:my\s+job\s+(?:at|with)\s+)?(?:the\s+)?(?!my\s+job\b|smoking|coffee|the\s+gym)(?P<v>[a-z][a-z-]+){_END}",
+        "employer",
+        positive=False,
+    ),
+    _r(r"\b(?:quit|left|lost|leaving|quitting)\s+my\s+job\b(?P<v>)", "employer", positive=False),
+    _r(
+        rf"\b(?:laid\s+off|fired|let\s+go)\s+(?:from|by)\s+(?:the\s+)?{_NAME}{_END}",
+        "employer",
+        positive=False,
+    ),
+    _r(r"\b(?:laid\s+off|fired|retired|unemployed|between\s+jobs)\b(?P<v>)", "employer", positive=False),
+    _r(r"\bretired\b(?P<v>)", "role", positive=False),
+    _r(rf"\bworked\s+(?:at|for)\s+{_NAME}\s+(?:[a-z0-9 ]+\s)?before\s+this\b", "employer", positive=False),
+    _r(rf"\bne\s+travaille\s+plus\s+(?:chez|pour|à)\s+{_NAME}{_END}", "employer", positive=False),
+    _r(
+        r"\b(?:quit|quitting|leave|leaving)\s+(?P<v>teaching|nursing|coding|law|medicine)\b",
+        "role",
+        positive=False,
+    ),
+    _r(r"\b(?:work|working)\s+(?P<v>remotely|from\s+home|remote)\b", "workmode"),
+    _r(r"\b(?P<v>back\s+in\s+the\s+office|in\s+the\s+office)\b", "workmode"),
+    _r(rf"\bmy\s+(?:new\s+)?(?:manager|boss)\s+is\s+{_NAME}{_END}", "manager"),
+    _r(rf"\bi\s+report\s+to\s+{_NAME}{_END}", "manager"),
+    # who one is
+    _r(
+        rf"\b(?:changed\s+my\s+name\s+to|actually\s+my\s+name\s+is|my\s+name\s+is\s+now)\s+{_NAME}{_END}",
+        "name",
+    ),
+    _r(
+        rf"{_ME}(?:i['’]m|i\s+am|im)\s+(?:now\s+)?{_AGE}(?:\s+(?:years?\s+old|yo|now))?(?=\s*(?:$|[,.;!?]|\s+now))",
+        "age",
+    ),
+    _r(rf"\bturned\s+{_AGE}\b", "age"),
+    _r(rf"\bj['’]ai\s+{_AGE}\s+ans\b", "age"),
+    _r(rf"\b(?:tenho|fiz)\s+{_AGE}\s+anos\b", "age"),
+    _r(
+        r"\b(?:i['’]m|i\s+am)\s+(?:a\s+)?(?P<v>night\s+owl|morning\s+person|early\s+bird|evening\s+person)\b",
+        "chronotype",
+    ),
+    _r(r"\b(?:i['’]m|i\s+am)\s+(?P<v>pregnant|expecting)\b", "status:pregnant"),
+    _r(r"\b(?:baby|son|daughter)\s+(?:was|is)\s+born\b(?P<v>)", "status:pregnant", positive=False),
+    _r(r"\b(?:i['’]m|i\s+am)\s+a\s+(?P<v>student)\b", "status:student"),
+    _r(r"\bgraduated\b(?P<v>)", "status:student", positive=False),
+    # diet
+    _r(
+        r"\b(?:i['’]m|i\s+am|je\s+suis|sou)\s+(?:now\s+)?(?P<v>vegetarian|vegan|pescatarian|v[ée]g[ée]tarien(?:ne)?|vegetarian[oa])\b",
+        "diet",
+    ),
+    _r(r"\b(?:started|start)\s+eating\s+(?P<v>meat)\b", "diet"),
+    # favourites, counts, dated events, things one owns
+    _r(
+        r"\bfavou?rite\s+(?P<k>[a-z]+)\s+(?:is|are)\s+(?:still\s+)?(?:now\s+)?(?P<v>[^,.;!?]+?)(?:\s+now)?\s*(?:$|[,.;!?])",
+        "favourite:{k}",
+    ),
+    _r(
+        r"\b(?P<k>[a-z]+)\s+pr[ée]f[ée]r[ée]e?\s+(?:est|c['’]est)\s+(?P<v>[^,.;!?]+?)\s*(?:$|[,.;!?])",
+        "favourite:{k}",
+    ),
+    _r(
+        r"\b(?:have|got|own)\s+(?P<v>two|three|four|five|six|\d+)\s+(?P<k>[a-z]+?)s?(?:\s+now)?\s*(?:$|[,.;!?])",
+        "count:{k}",
+    ),
+    _r(r"\b(?:don['’]?t|do\s+not)\s+have\s+any\s+(?P<k>pet)s\b(?P<v>)", "has:{k}", positive=False),
+    _r(r"\bi\s+have\s+a\s+(?P<k>dog|cat|pet)\b(?P<v>)", "has:pet"),
+    _r(
+        r"\b(?:my|our|the)\s+(?P<k>wedding|flight|appointment|interview|party|exam)\b[^,.;!?]*?\s+(?:is|got\s+moved|was\s+moved|has\s+been\s+moved|moved|got\s+rescheduled)\s+(?:to|on|for)\s+(?:the\s+)?(?P<v>[a-z]+\s+\d{1,2}|\d{1,2}(?:st|nd|rd|th)?(?:\s+[a-z]+)?|[a-z]+day)",
+        "date:{k}",
+    ),
+    _r(
+        r"\b(?:my|our|the)\s+(?P<k>wedding|flight|appointment|interview|party|exam)\b[^,.;!?]*?\s+(?:got|was|has\s+been)\s+(?:cancell?ed|called\s+off)(?P<v>)",
+        "date:{k}",
+        positive=False,
+    ),
+    _r(
+        r"\bmy\s+(?:new\s+)?(?P<k>phone|laptop|car|bike|email|number|dentist|doctor|bank)\s+is\s+(?P<v>[^,.;!?]+?)\s*(?:$|[,.;!?])",
+        "own:{k}",
+    ),
+    _r(r"\b(?:i\s+go\s+to|i\s+see)\s+(?P<v>dr\.?\s+[a-z]+)\b(?P<k>)", "own:dentist"),
+    _r(r"\b(?:i\s+)?drive\s+(?:a|an)\s+(?P<v>[a-z]+)(?:\s+now)?\b", "own:car"),
+    _r(r"\bsold\s+(?:the|my)\s+(?P<v>[a-z]+)\b", "own:car", positive=False),
+    _r(
+        r"\b(?:i\s+)?(?P<v>drive|cycle|bike|walk|run|take\s+the\s+(?:bus|train|tube|metro))\s+to\s+work\b",
+        "commute",
+    ),
+    _r(r"\b(?:go|went)\s+to\s+bed\s+at\s+(?P<v>\d{1,2}(?::\d\d)?\s*(?:am|pm)?)", "bedtime"),
+    # tools and habits: a thing one does, taken up or given up
+    _r(r"\bswitched\s+(?:over\s+)?from\s+(?P<v>[a-z][a-z+# ]*?)\s+to\s+", "do:{v}", positive=False),
+    _r(
+        r"\b(?:moved\s+off|ditched|dropped|gave\s+up\s+on|gave\s+up|stopped\s+using)\s+(?P<v>[a-z][a-z+#-]*)",
+        "do:{v}",
+        positive=False,
+    ),
+    _r(
+        r"\b(?:quit|stopped|gave\s+up)\s+(?:going\s+to\s+(?:the\s+)?)?(?P<v>smoking|drinking|coffee|alcohol|gym|sugar|meat|running|[a-z]+ing)\b",
+        "do:{v}",
+        positive=False,
+    ),
+    _r(rf"{_ME}(?:i\s+)?(?P<v>smoke|drink\s+coffee|go\s+to\s+the\s+gym|run)\b", "do:{v}"),
+    _r(r"\b(?:i['’]m|i\s+am)\s+learning\s+(?P<v>[a-z]+)\b", "do:{v}"),
+    _r(r"\b(?:i['’]m|i\s+am|we['’]re)\s+on\s+(?P<v>[a-z]+)\s+now\b", "tool:{v}"),
+    _r(r"\b(?:i['’]m|i\s+am)\s+an?\s+(?P<v>[a-z]+)\s+user\b", "tool:{v}"),
+    _r(
+        r"\b(?:switched|moved|mudei|switching)\s+(?:over\s+)?(?:from\s+[a-z ]+?\s+)?(?:to|para)\s+(?:an?\s+|o\s+|a\s+)?(?P<v>[a-z][a-z+#]*(?:\s(?:code|mode))?)",
+        "tool:{v}",
+    ),
+    _r(r"\btrying\s+out\s+(?P<v>[a-z][a-z+#]*(?:\s(?:code|mode))?)", "tool:{v}", mode="hedged"),
+    _r(r"\b(?P<v>[a-z][a-z ]{1,30}?)\s+is\s+growing\s+on\s+me\b", "preference:{v}", mode="hedged"),
+    _r(
+        r"\b(?:i\s+)?prefer\s+(?P<v>[a-z][a-z ]{1,30}?)\s+(?:over|to|rather\s+than)\s+(?P<k>[a-z][a-z ]{1,30}?)(?:\s+now)?\s*(?:$|[,.;!?])",
+        "order:{v}|{k}",
+    ),
+)
