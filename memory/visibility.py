@@ -2,11 +2,14 @@
 
 A memory is visible under a :class:`Visibility` when it belongs to one of the owners (``None``: every
 owner), has not expired at ``now`` (no expiry, or an expiry after ``now``), is in ``session_id`` (when
-given) and was created at or after ``created_after`` (the retention window, when given). The same
+given), was created at or after ``created_after`` (the retention window, when given) and is current:
+not superseded by a later memory (``valid_to`` null; memory.services.cognitive), or, with ``valid_at``,
+still current at that moment (``valid_to`` null or after it). ``include_superseded`` drops that last
+condition, for the reads that show history (a list asked for it, a memory fetched by its id). The same
 rule is rendered as a queryset (selectors, the chronological tier, backfills), as SQL conditions on
 ``memories`` (the hot paths that skip the ORM) and as a Qdrant filter over the payload that
 ``memory.vectorstores.qdrant.store`` writes (``owner``, ``session_id``, ``expires_at``,
-``created_at``).
+``created_at``, ``valid_to``).
 
 One difference is inherent: Qdrant's payload keeps instants as whole unix seconds, so within the
 second of an expiry or of the retention cutoff Qdrant may decide otherwise than SQLite. Retrieval
@@ -52,13 +55,16 @@ def _as_uuid(value: uuid.UUID | str) -> uuid.UUID:
 @dataclass(frozen=True, kw_only=True)
 class Visibility:
     """The read filters: owners (``None`` = every owner), not expired at ``now``, the session, the
-    retention window. Owner ids may be given as UUIDs or as hex strings, with or without dashes; they are
-    kept as a frozenset of UUIDs."""
+    retention window, current (not superseded; at ``valid_at`` when given; any with
+    ``include_superseded``). Owner ids may be given as UUIDs or as hex strings, with or without dashes;
+    they are kept as a frozenset of UUIDs."""
 
     owner_ids: Collection[uuid.UUID | str] | None
     now: datetime = field(default_factory=timezone.now)
     session_id: str | None = None
     created_after: datetime | None = None
+    include_superseded: bool = False
+    valid_at: datetime | None = None
     _owner_hex: tuple[str, ...] | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
@@ -109,6 +115,9 @@ class Visibility:
             qs = qs.filter(session_id=self.session_id)
         if self.created_after is not None:
             qs = qs.filter(created_at__gte=self.created_after)
+        if not self.include_superseded:
+            current = Q(valid_to__isnull=True)
+            qs = qs.filter(current if self.valid_at is None else current | Q(valid_to__gt=self.valid_at))
         return qs
 
     def sql(self, alias: str, *, owners: bool = True) -> tuple[list[str], list[Any]]:
@@ -124,6 +133,12 @@ class Visibility:
         if self.created_after is not None:
             conditions.append(f"{alias}.created_at >= %s")
             params.append(dt(self.created_after))
+        if not self.include_superseded:
+            if self.valid_at is None:
+                conditions.append(f"{alias}.valid_to IS NULL")
+            else:
+                conditions.append(f"({alias}.valid_to IS NULL OR {alias}.valid_to > %s)")
+                params.append(dt(self.valid_at))
         if owners and self._owner_hex is not None:
             marks = ", ".join(["%s"] * len(self._owner_hex))
             conditions.append(f"{alias}.owner_id IN ({marks})")
@@ -157,4 +172,13 @@ class Visibility:
                 ]
             )
         )
+        if not self.include_superseded:
+            # Current: no ``valid_to`` (null or missing: a point written before it existed), or, at
+            # ``valid_at``, one after it.
+            current: list[Any] = [models.IsEmptyCondition(is_empty=models.PayloadField(key="valid_to"))]
+            if self.valid_at is not None:
+                current.append(
+                    models.FieldCondition(key="valid_to", range=models.Range(gt=unix_seconds(self.valid_at)))
+                )
+            must.append(models.Filter(should=current))
         return models.Filter(must=must)

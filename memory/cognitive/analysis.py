@@ -27,8 +27,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from memory.cognitive.claims import facts_of
 from memory.cognitive.entities import Entity, find_entities
-from memory.extraction import REGISTRY, extract_facts
+from memory.extraction import REGISTRY
 
 __all__ = ["BASE_IMPORTANCE", "MAX_EMPHASIS", "MemoryAnalysis", "analyse"]
 
@@ -104,7 +105,7 @@ def _category(content: str, type: str, key: str | None) -> str:
         prefix = key.split(":", 1)[0]
         if prefix in _CATEGORIES:
             return prefix
-    facts = extract_facts(content)
+    facts = facts_of(content)
     if facts:
         return facts[0].category
     return "instruction" if type == "procedural" else "note"

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memory.cognitive.rules import RULES, Mode
 from memory.extraction import Fact, extract_facts
@@ -194,7 +195,27 @@ def _normalised_text(content: str) -> str:
 
 def read_claims(content: str, key: str | None = None) -> list[Claim]:
     """The claims ``content`` makes about the user (see the module docstring); ``key`` (an extraction
-    key such as ``residence:leeds``) stands in for a slot the text itself does not name."""
+    key such as ``residence:leeds``) stands in for a slot the text itself does not name.
+
+    A statement is read once per process and remembered (claims are frozen): a write reads the new
+    memory's claims for its slots and again for each candidate it is checked against, and every
+    candidate's claims again at each later write."""
+    return list(_read_claims(content, key))
+
+
+@lru_cache(maxsize=8192)
+def facts_of(text: str) -> tuple[Fact, ...]:
+    """``extract_facts(text)``, remembered: the analysis (a category) and the claims (the slots) of
+    one write both read the same statement's facts."""
+    return tuple(extract_facts(text))
+
+
+@lru_cache(maxsize=8192)
+def _read_claims(content: str, key: str | None) -> tuple[Claim, ...]:
+    return tuple(_read(content, key))
+
+
+def _read(content: str, key: str | None) -> list[Claim]:
     text = _normalised_text(content)
     folded = _fold(text)
     is_hedged = bool(_HEDGE.search(folded))
@@ -222,7 +243,7 @@ def read_claims(content: str, key: str | None = None) -> list[Claim]:
                     continue
                 mode = "hedged" if is_hedged else "plan"
             claims.append(Claim(slot, value, rule.positive, mode, change, groups.get("v") or ""))
-    for fact in extract_facts(_dehedged(text) if is_hedged else text):
+    for fact in facts_of(_dehedged(text) if is_hedged else text):
         claims.extend(_fact_claims(fact, change))
     if key and ":" in key and not any(c.slot.split(":")[0] == _key_slot(key) for c in claims):
         claims.extend(_key_claims(key, change))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 import numpy as np
 from django.conf import settings
@@ -247,12 +248,8 @@ class SqliteVecStore(VectorStore):
     ) -> list[VectorHit]:
         """The ``k`` nearest among the visible rows of ``owners``, listed first (exact, whatever the
         share of hidden rows)."""
-        conditions, params = Visibility(
-            owner_ids=owners,
-            now=visibility.now,
-            session_id=visibility.session_id,
-            created_after=visibility.created_after,
-        ).sql("m")
+        # The same filters (and subclass, with whatever it adds) for the owners listed here.
+        conditions, params = replace(visibility, owner_ids=owners).sql("m")
         cursor.execute(
             f"SELECT m.owner_id, m.seq FROM memories AS m WHERE {' AND '.join(conditions)}", params
         )

@@ -5,8 +5,8 @@
   existing collection is never recreated;
 - cosine distance; optional int8 scalar or binary quantisation, searched with rescoring (binary also
   oversamples) — qdrant-client's local mode ignores both, so they only matter on a server;
-- the payload carries ``owner`` (hex), ``session_id``, ``expires_at`` and ``created_at`` (unix
-  seconds; ``expires_at`` null = never), the real ``type`` and ``key``: the visibility filters
+- the payload carries ``owner`` (hex), ``session_id``, ``expires_at``, ``created_at`` and ``valid_to``
+  (unix seconds; ``expires_at`` null = never, ``valid_to`` null = still current), the real ``type`` and ``key``: the visibility filters
   (:meth:`memory.visibility.Visibility.qdrant_filter`) run inside Qdrant, and the content stays in
   SQLite only;
 - every call has a timeout (the client's) and goes through the connection's circuit breaker
@@ -208,6 +208,7 @@ class QdrantStore(VectorStore):
             "session_id": models.PayloadSchemaType.KEYWORD,
             "expires_at": models.PayloadSchemaType.INTEGER,
             "created_at": models.PayloadSchemaType.INTEGER,
+            "valid_to": models.PayloadSchemaType.INTEGER,
         }
         for field_name, schema in specs.items():
             try:
@@ -386,9 +387,9 @@ def payloads_for(seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
     for start in range(0, len(seqs), SQL_CHUNK):
         rows = Memory.objects.filter(seq__in=seqs[start : start + SQL_CHUNK]).values_list(
-            "seq", "owner_id", "session_id", "type", "key", "expires_at", "created_at"
+            "seq", "owner_id", "session_id", "type", "key", "expires_at", "created_at", "valid_to"
         )
-        for seq, owner_id, session_id, type_, key, expires_at, created_at in rows:
+        for seq, owner_id, session_id, type_, key, expires_at, created_at, valid_to in rows:
             out[int(seq)] = {
                 "owner": owner_hex(owner_id),
                 "session_id": session_id or "",
@@ -396,6 +397,8 @@ def payloads_for(seqs: Sequence[int]) -> dict[int, dict[str, Any]]:
                 "key": key,
                 "expires_at": unix_seconds(expires_at),
                 "created_at": unix_seconds(created_at),
+                # Set once a later memory supersedes this one (Visibility.qdrant_filter).
+                "valid_to": unix_seconds(valid_to),
             }
     return out
 

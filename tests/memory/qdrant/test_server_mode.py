@@ -62,7 +62,7 @@ def test_a_new_collection_is_cosine_quantised_and_indexed_for_the_filters(server
         "quantization_config": {"scalar": {"type": "int8", "quantile": 0.99, "always_ram": True}},
     }
     fields = {json.loads(c.request.content)["field_name"]: json.loads(c.request.content) for c in index.calls}
-    assert set(fields) == {"owner", "session_id", "expires_at", "created_at"}
+    assert set(fields) == {"owner", "session_id", "expires_at", "created_at", "valid_to"}
     assert fields["owner"]["field_schema"] == {"type": "keyword", "is_tenant": True}
 
 

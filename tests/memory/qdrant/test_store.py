@@ -81,6 +81,20 @@ def test_owners_are_filtered_inside_qdrant(qdrant_on, source, alice, bob):
     }
 
 
+def test_a_superseded_memory_is_filtered_inside_qdrant(qdrant_on, source, alice):
+    old = make_memory(alice, "I love cats")
+    new = make_memory(alice, "I hate cats")
+    old.refresh_from_db()
+    assert old.superseded_by_id == new.seq
+    store = store_memories(source, old, new)
+    query = hash_embed(old.content, DIM)
+    assert _seqs(store.search(vector=query, k=10, visibility=Visibility(owner_ids=[alice.pk.hex]))) == [
+        new.seq
+    ]
+    history = Visibility(owner_ids=[alice.pk.hex], include_superseded=True)
+    assert set(_seqs(store.search(vector=query, k=10, visibility=history))) == {old.seq, new.seq}
+
+
 def test_expiry_is_filtered_inside_qdrant(qdrant_on, source, alice):
     gone = make_memory(alice, "old secret", expires_at=expired())
     later = make_memory(alice, "still valid", expires_at=timezone.now() + timedelta(hours=1))
@@ -139,6 +153,7 @@ def test_the_payload_carries_owner_session_expiry_type_and_key(qdrant_on, source
         "key": "style:tabs",
         "expires_at": int(until.timestamp()),
         "created_at": int(memory.created_at.timestamp()),
+        "valid_to": None,
     }
     assert "content" not in point.payload
 

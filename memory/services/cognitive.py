@@ -1,0 +1,223 @@
+"""The cognitive rules of the native write path (issue 14): every memory written is analysed, and
+checked against its owner's current memories that state the same slot.
+
+:func:`read_memory` gives a memory's :class:`Reading`: its importance, category and entities
+(:func:`memory.cognitive.analyse`), the claim slots it states (``slots``, indexed in
+:class:`~memory.models.MemorySlot`) and the slots it may conflict with (``lookups``).
+:func:`reconcile` then runs :func:`memory.cognitive.check` against the current memories (``valid_to``
+null) found through those slots, in one query per owner for a whole batch:
+
+* ``supersedes``: the old memory stops being current (``valid_to`` = the new one's start,
+  ``superseded_by`` = the new one) and a :class:`~memory.models.Contradiction` records it, resolved
+  ``auto``. Its row stays: that is the history.
+* ``contradicts`` or ``ambiguous``: an open :class:`~memory.models.Contradiction`; both stay current
+  until someone resolves it (:mod:`memory.services.contradictions`).
+
+Both run inside the caller's transaction, so a write and what it did to the history commit together.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Q
+from django.utils import timezone
+
+from memory.cognitive import Statement, analyse, check
+from memory.cognitive.claims import hedged, read_claims, tokens, tool_kind
+from memory.models import (
+    Contradiction,
+    ContradictionResolution,
+    ContradictionStatus,
+    Memory,
+    MemorySlot,
+)
+from memory.services import vectorsync
+
+__all__ = ["MAX_CANDIDATES", "Reading", "apply_reading", "read_memory", "reconcile"]
+
+# The current memories one new memory is checked against, newest first: each check costs about
+# 0.8 ms on a bulk corpus (both statements are read again), and a slot that this many current
+# memories state is a slot of many values, whose look-alikes are compatible anyway.
+MAX_CANDIDATES = 8
+# Slots a hedged statement may touch without naming their value ("Google might be laying me off"),
+# and the diet, which food named in any statement may put in doubt (memory.cognitive.contradiction).
+_HEDGE_CUE_SLOTS = ("residence", "employer", "role", "relationship")
+_ALWAYS_LOOKED_UP = ("diet",)
+# Words that join a value's parts ("tacos and celery for side projects"): never a thing two values share.
+_JOINERS = frozenset("and or but for with in on at of to from the a an not no my our".split())
+# A slot index row is at most this long (MemorySlot.slot).
+_SLOT_MAX = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the analysis on write found in one memory: ``importance`` (used unless the caller gave
+    one), ``category``, ``entities`` as stored (``[{"kind", "text", "normalised"}]``), the slots it
+    states (``slots``) and the slots of the memories it may conflict with (``lookups``)."""
+
+    importance: float
+    category: str
+    entities: list[dict[str, str]]
+    slots: frozenset[str]
+    lookups: frozenset[str]
+
+
+def _family(slot: str) -> str:
+    family = slot.split(":", 1)[0]
+    return "tool" if family == "do" else family
+
+
+def _claim_slots(content: str, key: str | None) -> set[str]:
+    """The index entries of the claims ``content`` makes: the slot itself, each content word of its
+    value in its family (``preference~tea``: two slots about one thing, "tea" and "green tea") and
+    alone (``w~tea``, which only a hedged statement looks up), the exclusive tool kind (``kind:editor``: vim and VS Code), ``prefer`` for a comparative preference, and the key."""
+    out: set[str] = set()
+    for claim in read_claims(content, key):
+        out.add(claim.slot)
+        family = _family(claim.slot)
+        for word in tokens(claim.value):
+            if word not in _JOINERS:
+                out.update((f"{family}~{word}", f"w~{word}"))
+        kind = tool_kind(claim.text)
+        if kind is not None:
+            out.add(f"kind:{kind}")
+        if _family(claim.slot) == "prefer":
+            out.add("prefer")
+    if key:
+        out.add(f"key:{key}")
+    return {slot[:_SLOT_MAX] for slot in out}
+
+
+def read_memory(content: str, *, type: str, key: str | None, source: str | None) -> Reading:
+    """The :class:`Reading` of a memory about to be written. Pure (no database)."""
+    analysis = analyse(content, type=type, source=source, key=key)
+    slots = _claim_slots(content, key)
+    lookups = {slot for slot in slots if not slot.startswith("w~")} | set(_ALWAYS_LOOKED_UP)
+    if hedged(content):
+        lookups.update(_HEDGE_CUE_SLOTS)
+        lookups.update(f"w~{word}" for word in tokens(content) if word not in _JOINERS)
+    return Reading(
+        importance=analysis.importance,
+        category=analysis.category[:32],
+        entities=[{"kind": e.kind, "text": e.text, "normalised": e.normalised} for e in analysis.entities],
+        slots=frozenset(slots),
+        lookups=frozenset(slot[:_SLOT_MAX] for slot in lookups),
+    )
+
+
+def source_of(metadata: object) -> str | None:
+    """The surface a memory was written from (``metadata["source"]``), for the importance."""
+    value = metadata.get("source") if isinstance(metadata, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def apply_reading(memory: Memory, reading: Reading, *, importance_given: bool) -> None:
+    """Set the analysed fields on ``memory`` (not saved); its importance only when the caller gave none."""
+    memory.category = reading.category
+    memory.entities = reading.entities
+    if not importance_given:
+        memory.importance = reading.importance
+
+
+def _start(memory: Memory) -> datetime:
+    return memory.valid_from or memory.created_at
+
+
+def _statement(memory: Memory) -> Statement:
+    return Statement(content=memory.content, key=memory.key, type=memory.type, created_at=_start(memory))
+
+
+def reconcile(written: Sequence[tuple[Memory, Reading]], *, edited: bool = False) -> list[Contradiction]:
+    """Index the slots of ``written`` (saved memories, in the order they were written) and check each
+    against its owner's current memories that share a slot, then against the ones written before it
+    in ``written``. ``edited``: these memories existed and their content changed, so their old slot
+    rows and the open contradictions about their old content are replaced. Returns the contradictions
+    recorded (resolved ``auto`` for a supersession, ``open`` otherwise)."""
+    if not written:
+        return []
+    seqs = [memory.seq for memory, _ in written]
+    if edited:
+        MemorySlot.objects.filter(memory_id__in=seqs).delete()
+        Contradiction.objects.filter(
+            Q(old_id__in=seqs) | Q(new_id__in=seqs), status=ContradictionStatus.OPEN
+        ).delete()
+    by_owner: dict[uuid.UUID, list[tuple[Memory, Reading]]] = {}
+    for memory, reading in written:
+        by_owner.setdefault(memory.owner_id, []).append((memory, reading))
+    now = timezone.now()
+    found: list[Contradiction] = []
+    retired: dict[int, Memory] = {}
+    slot_rows: list[MemorySlot] = []
+    for owner_id, items in by_owner.items():
+        stored = _current_by_slot(owner_id, {s for _, r in items for s in r.lookups}, exclude=seqs)
+        # The batch's own memories become candidates for the ones written after them.
+        batch: dict[str, list[Memory]] = {}
+        for memory, reading in items:
+            candidates: dict[int, Memory] = {}
+            for slot in reading.lookups:
+                for pool in (stored.get(slot, ()), batch.get(slot, ())):
+                    for old in pool:
+                        if old.valid_to is None and old.seq != memory.seq:
+                            candidates[old.seq] = old
+            ranked = sorted(candidates.values(), key=lambda m: (_start(m), m.seq), reverse=True)
+            new_statement = _statement(memory)
+            for old in ranked[:MAX_CANDIDATES]:
+                verdict = check(_statement(old), new_statement)
+                if verdict.kind == "compatible":
+                    continue
+                record = Contradiction(
+                    owner_id=owner_id,
+                    old=old,
+                    new=memory,
+                    verdict=verdict.kind,
+                    subject=verdict.subject[:200],
+                    reason=verdict.reason,
+                    created_at=now,
+                )
+                if verdict.kind == "supersedes":
+                    old.valid_to = _start(memory)
+                    old.superseded_by_id = memory.seq
+                    retired[old.seq] = old
+                    record.status = ContradictionStatus.RESOLVED
+                    record.resolution = ContradictionResolution.AUTO
+                    record.resolved_at = now
+                found.append(record)
+            for slot in reading.slots:
+                batch.setdefault(slot, []).append(memory)
+                slot_rows.append(MemorySlot(owner_id=owner_id, memory_id=memory.seq, slot=slot))
+    MemorySlot.objects.bulk_create(slot_rows, batch_size=500)
+    if retired:
+        Memory.objects.bulk_update(list(retired.values()), ["valid_to", "superseded_by"], batch_size=500)
+        # The mirrors (Qdrant) keep ``valid_to`` in their payload for their own filter.
+        vectorsync.after_update(list(retired))
+    Contradiction.objects.bulk_create(found, batch_size=500)
+    return found
+
+
+def _current_by_slot(
+    owner_id: uuid.UUID, slots: Iterable[str], *, exclude: Sequence[int]
+) -> dict[str, list[Memory]]:
+    """The owner's current memories (``valid_to`` null) stating each of ``slots``, in two queries."""
+    slots = list(slots)
+    if not slots:
+        return {}
+    pairs = list(
+        MemorySlot.objects.filter(owner_id=owner_id, slot__in=slots, memory__valid_to__isnull=True)
+        .exclude(memory_id__in=list(exclude))
+        .values_list("slot", "memory_id")
+    )
+    if not pairs:
+        return {}
+    rows = Memory.objects.filter(seq__in={seq for _, seq in pairs}).only(
+        "seq", "owner_id", "content", "key", "type", "created_at", "valid_from", "valid_to", "superseded_by"
+    )
+    memories = {m.seq: m for m in rows}
+    out: dict[str, list[Memory]] = {}
+    for slot, seq in pairs:
+        if seq in memories:
+            out.setdefault(slot, []).append(memories[seq])
+    return out
