@@ -26,6 +26,7 @@ from django.db import transaction
 from memory.crypto import SecretUnreadable, decrypt_field, encrypt_field
 from memory.embeddings.catalog import TRANSFORMERS_MODELS
 from memory.models import AuditAction, Setting
+from memory.retrieval.composite import DEFAULT_HALF_LIFE_DAYS, DEFAULT_WEIGHTS, SIGNALS
 from memory.services import audit
 from memory.signals import memory_settings_changed
 
@@ -39,7 +40,7 @@ T = TypeVar("T")
 # A group of stored settings is a dataclass (its fields are the stored keys).
 D = TypeVar("D", bound="DataclassInstance")
 
-STRATEGIES = ("recent", "keyword", "semantic", "hybrid")
+STRATEGIES = ("recent", "keyword", "semantic", "hybrid", "composite")
 EMBEDDING_SOURCES = ("remote", "static", "transformers", "auto")
 VECTOR_STORES = ("sqlite-vec", "qdrant", "auto")
 SCOPES = ("session", "apiKey", "global")
@@ -79,6 +80,10 @@ class MemorySettings:
     customApiKey: str | None = None
     allowPrivateUrls: bool = False
     rrfWeights: dict[str, float] = field(default_factory=dict)
+    # The composite strategy (memory.retrieval.composite): the weight of each signal (semantic,
+    # recency, importance; the score is their weighted mean) and the recency half-life in days.
+    compositeWeights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    recencyHalfLifeDays: float = DEFAULT_HALF_LIFE_DAYS
     # No backend fields (primaryBackend, fallbackBackends, backendConfigs) nor skillsEnabled: they
     # were stored and read by nothing. The providers issue brings backends back with a meaning.
 
@@ -168,6 +173,44 @@ def _weights(value: object, default: dict[str, float]) -> dict[str, float]:
     }
 
 
+# The bounds of recencyHalfLifeDays: an hour to ten years.
+HALF_LIFE_DAYS = (1 / 24, 3650.0)
+
+
+def composite_weights_problem(value: object) -> str | None:
+    """Why ``value`` is not a set of composite weights (None when it is): an object naming each of
+    semantic, recency and importance, each a number from 0 to 1, not all 0."""
+    if not isinstance(value, dict):
+        return "Must be an object with semantic, recency and importance weights."
+    missing = [name for name in SIGNALS if name not in value]
+    unknown = sorted(set(value) - set(SIGNALS))
+    if missing or unknown:
+        parts = [f"missing {', '.join(missing)}"] if missing else []
+        parts += [f"unknown {', '.join(unknown)}"] if unknown else []
+        return f"Give exactly the semantic, recency and importance weights ({'; '.join(parts)})."
+    for name in SIGNALS:
+        weight = value[name]
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 <= weight <= 1:
+            return f"The {name} weight must be a number from 0 to 1."
+    if sum(value[name] for name in SIGNALS) <= 0:
+        return "At least one weight must be above 0."
+    return None
+
+
+def _composite_weights(value: object, default: dict[str, float]) -> dict[str, float]:
+    if composite_weights_problem(value) is not None:
+        return default
+    assert isinstance(value, dict)  # checked above
+    return {name: float(value[name]) for name in SIGNALS}
+
+
+def _half_life(value: object, default: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default
+    low, high = HALF_LIFE_DAYS
+    return float(value) if low <= value <= high else default
+
+
 NORMALISERS: dict[str, Normaliser] = {
     "enabled": boolean,
     "maxTokens": clamped(0, 16000),
@@ -190,6 +233,8 @@ NORMALISERS: dict[str, Normaliser] = {
     "customApiKey": _model_name,
     "allowPrivateUrls": boolean,
     "rrfWeights": _weights,
+    "compositeWeights": _composite_weights,
+    "recencyHalfLifeDays": _half_life,
 }
 
 

@@ -10,6 +10,12 @@ share of answerable queries that still get a memory, and the share of
 unanswerable ones that get none (a confident non-answer). Questions that name a period
 (``memory.retrieval.temporal``: "in June 2023", "last week") are also reported together as the
 kind ``names-a-period``, beside their own kind.
+
+``as_of="latest"`` asks each question as of its owner's newest memory (the moment just after the
+conversation, which is when its questions would be asked), instead of today: recency (the
+``composite`` strategy) and the periods a question names ("last week") then count from that moment.
+A dataset's dates are long past today, where every memory's recency is about 0 and composite would
+only replay hybrid.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 from django.db import transaction
 from django.utils import timezone
@@ -39,6 +46,7 @@ STRATEGIES = {
     "keyword": ("keyword", False),
     "vector": ("semantic", True),
     "hybrid": ("hybrid", True),
+    "composite": ("composite", True),
 }
 KS = (1, 5, 10)
 DATED = "names-a-period"
@@ -106,6 +114,21 @@ def _spread(values: list[float]) -> dict:
     return {"median": round(statistics.median(values), 4), "max": round(max(values), 4), "n": len(values)}
 
 
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def latest_per_owner(dataset: dict) -> dict[str, datetime]:
+    """Each owner's newest memory date (``created_at``), for ``as_of="latest"``; owners whose memories
+    carry no date are left out (they are asked now)."""
+    latest: dict[str, datetime] = {}
+    for row in dataset["memories"]:
+        if row.get("created_at"):
+            moment = _instant(row["created_at"])
+            latest[row["owner"]] = max(moment, latest.get(row["owner"], moment))
+    return latest
+
+
 def load_dataset(dataset: dict, *, prefix: str) -> tuple[dict[str, ApiKey], dict[str, int]]:
     """Create one API key per dataset owner and its memories; returns (owners, memory id → seq)."""
     owners = {name: ApiKey.issue(name=f"{prefix}{name}")[0] for name in dataset["owners"]}
@@ -131,9 +154,7 @@ def load_dataset(dataset: dict, *, prefix: str) -> tuple[dict[str, ApiKey], dict
             eval_id = uuid_to_eval[str(memory.uuid)]
             seqs[eval_id] = memory.seq
             if created.get(eval_id):
-                Memory.objects.filter(seq=memory.seq).update(
-                    created_at=datetime.fromisoformat(created[eval_id].replace("Z", "+00:00"))
-                )
+                Memory.objects.filter(seq=memory.seq).update(created_at=_instant(created[eval_id]))
     return owners, seqs
 
 
@@ -145,11 +166,15 @@ def evaluate(
     keep: bool = False,
     served: bool = True,
     settings: MemorySettings | None = None,
+    as_of: Literal["latest"] | datetime | None = None,
 ) -> list[dict]:
     """One report per strategy. ``served`` also runs each query as the gateway filters it (its score
     floor), which costs a second retrieval per query (not timed). ``settings`` (default: the stored
-    ones) is what every retrieval runs with (eval_retrieval --rerank turns the local reranker on)."""
+    ones) is what every retrieval runs with (eval_retrieval --rerank turns the local reranker on).
+    ``as_of``: every question asked at that moment, or ``"latest"``, as of its owner's newest
+    memory (see the module docstring); None asks them now."""
     owners, seqs = load_dataset(dataset, prefix=prefix)
+    latest = latest_per_owner(dataset) if as_of == "latest" else {}
     try:
         index = reindex_all()
         seq_to_id = {seq: eval_id for eval_id, seq in seqs.items()}
@@ -162,6 +187,8 @@ def evaluate(
             report = StrategyReport(name)
             for query in dataset["queries"]:
                 owner = owners[query["owner"]]
+                asked = latest.get(query["owner"]) if as_of == "latest" else as_of
+                assert not isinstance(asked, str)  # "latest" was resolved to the owner's moment
                 started = time.perf_counter()
                 result = retrieve(
                     owner_ids=frozenset({owner.pk}),
@@ -172,6 +199,7 @@ def evaluate(
                     filter_irrelevant=False,
                     use_vectors=use_vectors,
                     settings=settings,
+                    as_of=asked,
                 )
                 report.latencies_ms.append((time.perf_counter() - started) * 1000)
                 if "rerank" in result.timings_ms:
@@ -194,18 +222,21 @@ def evaluate(
                         limit=10,
                         use_vectors=use_vectors,
                         settings=settings,
+                        as_of=asked,
                     )
                     report.served["answerable" if answerable else "unanswerable"].append(bool(gated.hits))
                 if not answerable:
                     report.negative_top1.append(top1)
                     continue
                 report.answerable_top1.append(top1)
-                dated = question_period(query["query"], today=timezone.localdate()) is not None
+                today = timezone.localdate(asked) if asked is not None else timezone.localdate()
+                dated = question_period(query["query"], today=today) is not None
                 for kind in (query["kind"], "overall", *([DATED] if dated else [])):
                     for k in KS:
                         report.recall[kind][k].append(len(relevant & set(top[:k])) / len(relevant))
                     report.hit5[kind].append(float(bool(relevant & set(top[:5]))))
-            reports.append(report.summary() | {"index": index})
+            asked_as = as_of.isoformat() if isinstance(as_of, datetime) else as_of
+            reports.append(report.summary() | {"index": index, "asOf": asked_as})
         return reports
     finally:
         if not keep:
@@ -216,6 +247,7 @@ def format_table(report: dict) -> str:
     lines = [
         f"strategy: {report['strategy']}   latency p50 {report['latencyMs']['p50']} ms, "
         f"p95 {report['latencyMs']['p95']} ms   isolation failures: {report['isolationFailures']}"
+        + (f"   as of: {report['asOf']}" if report.get("asOf") else "")
     ]
     lines.append(f"  {'kind':<12} {'n':>5} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'Hit@5':>6}")
     order = sorted(report["recall"], key=lambda k: (k == "overall", k == DATED, k))

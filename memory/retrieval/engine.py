@@ -3,16 +3,19 @@
 Tiers, tried in order: the vector tier (Qdrant or sqlite-vec, chosen by
 ``memory.vectorstores.registry``) for ``semantic`` and, fused with FTS5
 (``memory.retrieval.fusion``), for ``hybrid``; then FTS5 alone (also the
-``keyword`` strategy); then chronological order. Every tier
+``keyword`` strategy); then chronological order. ``composite`` runs hybrid (with its fallbacks) and
+re-orders its candidates by ``memory.retrieval.composite`` (relevance, recency, importance). Every tier
 applies the same filters (owner, session, expiry, retention) — the original
 skipped them on its vector tiers, so expired memories could be injected. ``resolution`` says which source,
 store and strategy were really used, and why a fallback happened:
 
-* ``strategyRequested``: the strategy asked for (``exact``, ``keyword``, ``semantic``, ``hybrid``);
-* ``strategyUsed``: the one that ran — the requested ``semantic``/``hybrid`` when
+* ``strategyRequested``: the strategy asked for (``exact``, ``keyword``, ``semantic``, ``hybrid``,
+  ``composite``);
+* ``strategyUsed``: the one that ran — the requested ``semantic``/``hybrid``/``composite`` when
   the vector tier answered, ``keyword`` (FTS5 bm25 alone) when it degraded to
   FTS5, ``exact`` (newest first) for the chronological tier. The original
-  echoed the request even when degraded;
+  echoed the request even when degraded. A degraded ``composite`` still re-orders what the
+  fallback tier found (its hits' ``signals.semanticFrom`` says which relevance it used);
 * ``vectorStore``: the store whose search produced the ranking (``qdrant`` or
   ``sqlite-vec``), ``none`` when no vector search did (no embedding source,
   embedding failed, index mismatch, empty query, FTS or chronological tiers).
@@ -24,17 +27,18 @@ import logging
 import time
 from collections.abc import Sized
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
 from django.db import connection
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from memory.conf import MemorySettings, get_memory_settings
 from memory.embeddings import catalog
 from memory.embeddings.base import EmbeddingError
 from memory.models import Memory
-from memory.retrieval import signals, temporal
+from memory.retrieval import composite, signals, temporal
 from memory.retrieval.budget import estimate_tokens, walk_budget
 from memory.retrieval.fts import fts_search
 from memory.retrieval.fusion import normalized, rrf
@@ -48,7 +52,7 @@ from memory.visibility import Visibility
 
 logger = logging.getLogger("memory.retrieval")
 
-STRATEGIES = ("exact", "keyword", "semantic", "hybrid")
+STRATEGIES = ("exact", "keyword", "semantic", "hybrid", "composite")
 # How hybrid fuses its two lists (MEMORY_FUSION): "normalized", the mean of min-max normalised
 # scores, or "rrf", reciprocal-rank fusion with k = RRF_K. Both weigh the lists equally
 # unless the operator set weights (rrfWeights). Measured on both dev sets (docs/retrieval-quality.md),
@@ -66,6 +70,16 @@ VEC_TOP_K = 20
 # Memories without a vector that one retrieval embeds before searching (after a write the indexing
 # task usually got there first): a bound on the request's embedding time; the reindex does the rest.
 LAZY_EMBED_PER_REQUEST = 16
+# How deep each search reads when ranking as of a past date (``retrieve(as_of=...)``): the memories
+# written after it are dropped from every list before fusion, so each list reads this many rows to
+# keep its usual depth after the cut.
+AS_OF_DEPTH = 100
+# The relevance each tier's hits carry, for composite's semantic signal (memory.retrieval.composite).
+SEMANTIC_FROM: dict[str, composite.SemanticFrom] = {
+    "hybrid": "hybrid",
+    "keyword": "keyword",
+    "exact": "words",
+}
 
 
 @dataclass
@@ -87,6 +101,8 @@ class Hit:
     # A match the gateway drops as noise (see ``_mark_weak``); kept only when
     # ``retrieve(filter_irrelevant=False)`` asked to see them.
     below_floor: bool = False
+    # Composite only: the signals its score was made of (``score`` is then the composite score).
+    signals: composite.Signals | None = None
 
 
 @dataclass
@@ -102,20 +118,49 @@ class RetrievalResult:
         return [hit.memory for hit in self.hits]
 
 
+@dataclass(frozen=True, kw_only=True)
 class Filters(Visibility):
     """The filters every tier applies: a :class:`~memory.visibility.Visibility` (owner, expiry,
-    session, retention), which also renders them as a queryset, SQL and the vector stores' filters."""
+    session, retention), which also renders them as a queryset, SQL and the vector stores' filters;
+    and, for a ranking as of a past date, ``as_of``: memories created after it are not seen.
+
+    ``as_of`` is applied by this class's SQL and queryset and by :meth:`fts_search`; the vector
+    stores' own filters do not know it, so their hits are checked against :meth:`sql` (``_live``).
+    Expiry stays judged at ``now``: an expired memory is never shown, whatever the date asked."""
+
+    as_of: datetime | None = None
+
+    @property
+    def clock(self) -> datetime:
+        """The moment the ranking is for: ``as_of``, else now (recency, the periods a question names)."""
+        return self.as_of if self.as_of is not None else self.now
+
+    def sql(self, alias: str, *, owners: bool = True) -> tuple[list[str], list]:
+        conditions, params = super().sql(alias, owners=owners)
+        if self.as_of is not None:
+            conditions.append(f"{alias}.created_at <= %s")
+            params.append(connection.ops.adapt_datetimefield_value(self.as_of))
+        return conditions, params
+
+    def queryset(self, qs: QuerySet[Memory] | None = None) -> QuerySet[Memory]:
+        qs = super().queryset(qs)
+        return qs if self.as_of is None else qs.filter(created_at__lte=self.as_of)
 
     def fts_search(self, query: str, limit: int) -> list:
-        """``fts_search`` with these filters."""
-        return fts_search(
+        """``fts_search`` with these filters (as of a past date: read deeper, then cut, see
+        ``AS_OF_DEPTH``)."""
+        hits = fts_search(
             query=query,
             owner_ids=self.owner_hex,
-            limit=limit,
+            limit=limit if self.as_of is None else max(limit, AS_OF_DEPTH),
             now=self.now,
             session_id=self.session_id,
             created_after=self.created_after,
         )
+        if self.as_of is None:
+            return hits
+        live = _live(self, [h.seq for h in hits])
+        return [h for h in hits if h.seq in live][:limit]
 
 
 def _marks(values: Sized) -> str:
@@ -180,6 +225,7 @@ def retrieve(
     touch: bool = False,
     filter_irrelevant: bool = True,
     use_vectors: bool = True,
+    as_of: datetime | None = None,
 ) -> RetrievalResult:
     """Rank the memories of ``owner_ids`` (``None`` = every owner) for ``query``.
 
@@ -189,7 +235,8 @@ def retrieve(
     ``filter_irrelevant=False`` keeps the matches the gateway drops (vector-only
     matches below the model's floor, ``vec_min_score``; recent memories sharing no
     query word), flagged ``below_floor``. ``use_vectors=False`` skips the vector tier
-    (FTS-only evaluation).
+    (FTS-only evaluation). ``as_of`` ranks as if it were that moment: memories created after it
+    are left out, and recency and the periods a question names ("last week") count from it.
     """
     started = time.perf_counter()
     if strategy not in STRATEGIES:
@@ -201,7 +248,12 @@ def retrieve(
         now=now,
         session_id=session_id or None,
         created_after=now - timedelta(days=retention_days) if retention_days else None,
+        # A moment still to come hides nothing: ranking "as of" it is ranking now.
+        as_of=as_of if as_of is not None and as_of < now else None,
     )
+    # Composite re-orders hybrid's candidates: the tiers run as for hybrid.
+    scored = strategy == "composite"
+    search = "hybrid" if scored else strategy
     query = (query or "").strip()
     resolution = _Resolution(
         embeddingSource=None,
@@ -217,12 +269,14 @@ def retrieve(
     timings: dict[str, float] = {}
     # A local reranker reorders a fixed depth of candidates, whatever the caller keeps of them.
     candidates = max(limit, rerank_depth(settings)) if reranking else limit
+    if scored:
+        candidates = max(candidates, composite.DEPTH)
 
-    if strategy in ("semantic", "hybrid") and use_vectors:
-        hits = _vector_tier(strategy, settings, filters, query, candidates, resolution)
+    if search in ("semantic", "hybrid") and use_vectors:
+        hits = _vector_tier(search, settings, filters, query, candidates, resolution)
         if hits is not None:
             resolution["strategyUsed"] = strategy
-    if hits is None and strategy != "exact":
+    if hits is None and search != "exact":
         hits = _fts_tier(filters, query, candidates, resolution)
         if hits is not None:
             resolution["strategyUsed"] = "keyword"
@@ -240,6 +294,17 @@ def retrieve(
         resolution["rerankApplied"] = outcome.applied
         if not outcome.applied and outcome.reason:
             resolution.fallback(f"rerank not applied: {outcome.reason}")
+
+    if hits and scored:
+        used = "hybrid" if resolution["strategyUsed"] == "composite" else resolution["strategyUsed"]
+        semantic_from = SEMANTIC_FROM[used] if query_terms(query) else "none"
+        hits = composite.rerank(
+            hits,
+            now=filters.clock,
+            weights=settings.compositeWeights,
+            half_life_days=settings.recencyHalfLifeDays,
+            semantic_from=semantic_from,
+        )
 
     for hit in hits:
         hit.tokens = estimate_tokens(hit.memory.content)
@@ -285,10 +350,12 @@ def _vector_tier(
         return None
     k = max(limit, VEC_TOP_K)
     floor = vec_min_score(ctx.resolution.model)
-    today = timezone.localdate(filters.now)
+    today = timezone.localdate(filters.clock)
     period = temporal.question_period(query, today=today) if strategy == "hybrid" else None
     # A question that names a period reads both searches deeper: the period list picks from them.
     depth = max(k, signals.PERIOD_DEPTH) if period is not None else k
+    if filters.as_of is not None:
+        depth = max(depth, AS_OF_DEPTH)
     fts = FtsRequest(lambda: filters.fts_search(query, depth)) if strategy == "hybrid" else None
     stores = ctx.search_stores()
     for store, fallback in zip(stores, [*stores[1:], None], strict=True):
@@ -329,9 +396,11 @@ def _vector_tier(
             resolution.fallback(f"vector search failed: {type(exc).__name__}")
             return None
         resolution["vectorStore"] = store.name
-        # The database store applied the filters in the same database: no second check.
+        # The database store applied the filters in the same database: no second check, except
+        # ``as_of``, which its filters do not hold.
+        checked = filters.as_of is None
         ranked = _rank(
-            strategy, settings, filters, fts, k, vec, "vector", limit, query, checked=True, period=period
+            strategy, settings, filters, fts, k, vec, "vector", limit, query, checked=checked, period=period
         )
         return _mark_weak(ranked, floor)
     return None
@@ -433,7 +502,7 @@ def _fts_tier(filters: Filters, query: str, limit: int, resolution: _Resolution)
     if not query_terms(query):
         resolution.fallback("no searchable words in the query: chronological order")
         return None
-    fts = filters.fts_search(query, limit)
+    fts = filters.fts_search(query, limit)  # as of a past date, later memories are already cut
     if not fts:
         resolution.fallback("FTS5 found no match")
         return []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
+from datetime import datetime
 
 from memory.conf import MemorySettings, get_memory_settings
 from memory.embeddings.runtime import resolve
@@ -31,9 +32,12 @@ def retrieve_preview(
     max_tokens: int,
     limit: int,
     api_key_id: str | uuid.UUID | None = None,
+    as_of: datetime | None = None,
 ) -> dict:
     """The ``retrieve-preview`` response for ``query`` over the owners the principal may read: the
-    memories with their scores, tokens and tier, the resolution, and the budget used."""
+    memories with their scores, tokens and tier (and, for ``composite``, their signals), the
+    resolution, and the budget used. ``as_of`` ranks as if it were that moment
+    (``memory.retrieval.engine.retrieve``)."""
     owner_ids = principal.owner_filter(api_key_id)
     result = retrieve(
         owner_ids=owner_ids,
@@ -43,6 +47,7 @@ def retrieve_preview(
         limit=limit,
         touch=False,
         filter_irrelevant=False,
+        as_of=as_of,
     )
     return _bundle(result)
 

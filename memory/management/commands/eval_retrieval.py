@@ -2,8 +2,9 @@
 
 import json as jsonlib
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -64,6 +65,17 @@ def read_dataset(path: Path) -> dict[str, Any]:
     return data
 
 
+def parse_as_of(text: str | None) -> Literal["latest"] | datetime | None:
+    """``--as-of``: None, "latest", or an ISO date-time (UTC when it names no offset)."""
+    if text is None or text == "latest":
+        return text  # type: ignore[return-value]  # None or the literal "latest"
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise CommandError(f"--as-of: {exc} (give an ISO date-time or 'latest')") from exc
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 class Command(BaseCommand):
     help = "Load labelled datasets under temporary owners, run every strategy, print recall tables."
 
@@ -76,8 +88,14 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--strategies",
-            default="keyword,vector,hybrid",
+            default="keyword,vector,hybrid,composite",
             help=f"comma-separated, among {', '.join(STRATEGIES)}",
+        )
+        parser.add_argument(
+            "--as-of",
+            default=None,
+            help="ask every question as of this ISO date-time, or 'latest': as of its owner's newest "
+            "memory (default: now)",
         )
         parser.add_argument("--json", action="store_true", help="print the reports as JSON")
         parser.add_argument("--keep", action="store_true", help="keep the loaded owners and memories")
@@ -99,6 +117,7 @@ class Command(BaseCommand):
         keep: bool,
         no_served: bool,
         rerank: bool,
+        as_of: str | None,
         **options: Any,
     ) -> None:
         paths = datasets or default_datasets()
@@ -108,6 +127,7 @@ class Command(BaseCommand):
         unknown = [s for s in names if s not in STRATEGIES]
         if unknown:
             raise CommandError(f"unknown strategies {unknown}; choose among {list(STRATEGIES)}")
+        asked = parse_as_of(as_of)
         try:
             loaded = [(path, read_dataset(path)) for path in paths]
         except (OSError, ValueError, conversations.FormatError) as exc:
@@ -124,7 +144,12 @@ class Command(BaseCommand):
         everything = {}
         for path, data in loaded:
             reports = evaluate(
-                data, strategies=names, keep=keep, served=not no_served, settings=memory_settings
+                data,
+                strategies=names,
+                keep=keep,
+                served=not no_served,
+                settings=memory_settings,
+                as_of=asked,
             )
             everything[str(path)] = reports
             if not json:

@@ -1,0 +1,127 @@
+"""The composite ranking (``ScoredMemory``): how relevant, how recent and how important a memory is,
+in one score.
+
+``score = (w_semantic · semantic + w_recency · recency + w_importance · importance) / Σ w``, each
+signal in 0..1; the default weights 0.5 / 0.3 / 0.2 sum to 1, so the score is the plain weighted sum.
+
+- **semantic**: how relevant the memory is to the query, as the ranking that found the candidates
+  scored it, divided by the best candidate's score (the best is 1). ``semanticFrom`` says which
+  ranking that was: ``hybrid`` (the fused score of the hybrid strategy, which already holds the
+  cosine of the vector search beside the keyword, session, answer-type and period lists), ``keyword``
+  (bm25, when no vector search ran), ``vector`` (a provider's cosine, when it has no keyword search),
+  ``words`` (the chronological tier's count of query words) or ``none`` (no query: every memory 0).
+  The hybrid score is used rather than the bare cosine because it is the engine's best estimate of
+  relevance: the cosine alone drops the keyword evidence hybrid found the candidates with.
+- **recency**: ``0.5 ** (age / half-life)``, the age in days of the memory's ``created_at`` at the
+  ranking's clock (now, or ``asOf``): 1 for a memory written at that moment, 0.5 one half-life earlier.
+  A memory dated after the clock counts 1 (it is only ranked when the clock is now and rows were
+  written a moment later).
+- **importance**: the memory's ``importance`` (0..1; 0.5 unless something set it).
+
+The candidates are those of the strategy that ran (hybrid's, for the ``composite`` strategy), which
+this module only re-orders: it never adds or drops a memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal, TypedDict
+
+if TYPE_CHECKING:  # for the hints only: the engine imports this module
+    from memory.retrieval.engine import Hit
+
+SIGNALS = ("semantic", "recency", "importance")
+DEFAULT_WEIGHTS: Mapping[str, float] = {"semantic": 0.5, "recency": 0.3, "importance": 0.2}
+# A month: the default retention window (retentionDays = 30) is the oldest the gateway injects, and
+# at one half-life the oldest memory it can see keeps half its recency — the signal orders memories
+# within the window without drowning a relevant month-old fact. Chosen by that reasoning, not fitted
+# on the dev sets (docs/retrieval-quality.md, "Composite ranking").
+DEFAULT_HALF_LIFE_DAYS = 30.0
+# Candidates composite re-orders at least: as deep as each list hybrid fuses (engine.VEC_TOP_K) and as
+# many as the gateway keeps (MEMORY_CHAT_MAX_MEMORIES), so a recent memory hybrid ranks just below the
+# caller's limit can still move up.
+DEPTH = 20
+
+SemanticFrom = Literal["hybrid", "keyword", "vector", "words", "none"]
+SECONDS_PER_DAY = 86400.0
+
+
+class SignalsDict(TypedDict):
+    """A hit's signals as the API shows them (``retrieve-preview``'s ``signals``)."""
+
+    semantic: float
+    recency: float
+    importance: float
+    semanticFrom: str
+
+
+@dataclass(frozen=True)
+class Signals:
+    """The three signals of one ranked memory, each in 0..1, and where ``semantic`` came from."""
+
+    semantic: float
+    recency: float
+    importance: float
+    semantic_from: SemanticFrom
+
+    def as_dict(self) -> SignalsDict:
+        return {
+            "semantic": round(self.semantic, 6),
+            "recency": round(self.recency, 6),
+            "importance": round(self.importance, 6),
+            "semanticFrom": self.semantic_from,
+        }
+
+
+def recency(created_at: datetime, *, now: datetime, half_life_days: float) -> float:
+    """``0.5 ** (age / half_life_days)`` for a memory written at ``created_at``, seen at ``now``."""
+    age_days = (now - created_at).total_seconds() / SECONDS_PER_DAY
+    if age_days <= 0:
+        return 1.0
+    return float(0.5 ** (age_days / half_life_days))
+
+
+def scored_memory(signals: Signals, weights: Mapping[str, float]) -> float:
+    """The composite score: the weighted mean of the signals (``weights`` name each of ``SIGNALS``;
+    the settings guarantee they are not negative and not all 0)."""
+    total = sum(weights[name] for name in SIGNALS)
+    return (
+        weights["semantic"] * signals.semantic
+        + weights["recency"] * signals.recency
+        + weights["importance"] * signals.importance
+    ) / total
+
+
+def relative(scores: Sequence[float]) -> list[float]:
+    """Each score divided by the best (higher is better; a negative score counts 0): the best is 1,
+    the others keep how far behind it they are. All 0 when no score is positive."""
+    best = max(scores, default=0.0)
+    if best <= 0:
+        return [0.0 for _ in scores]
+    return [max(0.0, score) / best for score in scores]
+
+
+def rerank(
+    hits: list[Hit],
+    *,
+    now: datetime,
+    weights: Mapping[str, float],
+    half_life_days: float,
+    semantic_from: SemanticFrom,
+) -> list[Hit]:
+    """``hits`` ordered by the composite score, best first (ties keep their order). Each hit's
+    ``score`` becomes the composite score and ``signals`` its three signals; the relevance score it
+    had is kept in ``signals.semantic`` (relative to the best)."""
+    semantic = [0.0] * len(hits) if semantic_from == "none" else relative([hit.score for hit in hits])
+    for hit, relevance in zip(hits, semantic, strict=True):
+        importance = min(1.0, max(0.0, float(hit.memory.importance)))
+        hit.signals = Signals(
+            semantic=relevance,
+            recency=recency(hit.memory.created_at, now=now, half_life_days=half_life_days),
+            importance=importance,
+            semantic_from=semantic_from,
+        )
+        hit.score = scored_memory(hit.signals, weights)
+    return sorted(hits, key=lambda hit: hit.score, reverse=True)
