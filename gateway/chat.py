@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,11 +20,12 @@ from gateway.providers import enabled_providers, select_provider
 from memory import strictjson
 from memory.backends.base import BackendUnavailable
 from memory.conf import get_memory_settings
-from memory.injection import inject_memory, last_user_query, should_inject_memory
+from memory.injection import format_memories, inject_memory, last_user_query, should_inject_memory
 from memory.models import ApiKey
 from memory.retrieval.chat import retrieve_for_chat
 from memory.services.auth import Unauthenticated, authenticate_api_key, bearer_secret
 from memory.services.extraction import user_text_from_request
+from memory.services.ledger import LedgerDraft, ledger_draft
 from memory.services.throttle import Throttled
 
 logger = logging.getLogger("gateway.chat")
@@ -71,6 +73,9 @@ class ChatPlan:
     stream: bool
     injected: int
     extraction: ExtractionContext | None
+    # The injection ledger entry of this answer (None: nothing injected, or the ledger is off); its id
+    # is the ``x-omniroute-injection-id`` header.
+    ledger: LedgerDraft | None = None
 
 
 def authenticate(authorization: str | None, client_ip: str = "") -> ApiKey:
@@ -156,6 +161,31 @@ class RoutedChat:
     query: str
     memories: list = field(default_factory=list)
     resolution: dict = field(default_factory=dict)
+    hits: list = field(default_factory=list)  # the retrieval's hits, in the order injected
+    latency_ms: float = 0.0  # how long the recall took
+    system_message: str = ""  # the memory message's text, exactly as injected ("" when none was)
+
+
+def route_model(model: str) -> UpstreamProvider:
+    """The enabled provider that serves ``model``; :class:`GatewayError` 503 when none is configured,
+    404 when none serves it."""
+    providers = enabled_providers()
+    if not providers:
+        raise GatewayError(
+            "No upstream provider is configured: set UPSTREAM_BASE_URL or add one in the admin",
+            status=503,
+            type_="upstream_error",
+            code="upstream_not_configured",
+        )
+    provider = select_provider(model, providers)
+    if provider is None:
+        raise GatewayError(
+            f"No upstream provider serves the model {model!r}",
+            status=404,
+            code="model_not_found",
+            param="model",
+        )
+    return provider
 
 
 def route_and_inject(
@@ -176,22 +206,7 @@ def route_and_inject(
     ``touch=False`` leaves access counters alone (previews).
     """
     model = body["model"]
-    providers = enabled_providers()
-    if not providers:
-        raise GatewayError(
-            "No upstream provider is configured: set UPSTREAM_BASE_URL or add one in the admin",
-            status=503,
-            type_="upstream_error",
-            code="upstream_not_configured",
-        )
-    provider = select_provider(model, providers)
-    if provider is None:
-        raise GatewayError(
-            f"No upstream provider serves the model {model!r}",
-            status=404,
-            code="model_not_found",
-            param="model",
-        )
+    provider = route_model(model)
     upstream_model = provider.upstream_model(model)
     target, roles = provider.injection_target(upstream_model)
     routed = RoutedChat(
@@ -215,14 +230,20 @@ def route_and_inject(
     routed.learning_on = settings is not None and settings.learning_active
     if routed.memory_on and should_inject_memory(body, enabled=True):
         try:
+            started = time.perf_counter()
             result = retrieve_for_chat(
                 api_key=api_key, query=routed.query, session_id=session_id, settings=settings, touch=touch
             )
+            routed.latency_ms = (time.perf_counter() - started) * 1000
             routed.body = inject_memory(body, result.memories, target, roles=roles)
             routed.memories, routed.resolution = list(result.memories), dict(result.resolution)
+            routed.hits = list(result.hits)
             routed.recalled = True
             # inject_memory returns an unchanged copy when there is nothing to say.
             routed.injected = routed.body != body
+            # The text inject_memory inserted (or, for system-first providers, put at the head of
+            # the first system message): the same function of the same memories.
+            routed.system_message = format_memories(result.memories) if routed.injected else ""
         except BackendUnavailable as exc:
             # The key's memory provider and its fallbacks are down: an outage, not a bug (no traceback).
             logger.warning(
@@ -267,6 +288,17 @@ def prepare_chat(
             # From the request as sent: an injected user-role memory message is not the user's text.
             user_text=user_text_from_request(body),
         )
+    ledger = None
+    if routed.injected:
+        ledger = ledger_draft(
+            api_key_id=api_key.pk,
+            session_id=header_session,
+            model=body["model"],
+            hits=routed.hits,
+            resolution=routed.resolution,
+            latency_ms=routed.latency_ms,
+            system_message=routed.system_message,
+        )
     return ChatPlan(
         api_key=api_key,
         provider=routed.provider,
@@ -274,4 +306,65 @@ def prepare_chat(
         stream=routed.body.get("stream") is True,
         injected=len(routed.memories),
         extraction=extraction,
+        ledger=ledger,
     )
+
+
+@dataclass
+class EmbeddingsPlan:
+    """A validated embeddings request, ready to forward."""
+
+    provider: UpstreamProvider
+    payload: bytes
+
+
+def _valid_embedding_input(value: Any) -> bool:
+    # OpenAI's forms: a string, a list of strings, a list of token ids, a list of token id lists.
+    if isinstance(value, str):
+        return True
+    if not isinstance(value, list) or not value:
+        return False
+    if all(isinstance(item, str) for item in value):
+        return True
+    if all(isinstance(item, int) and not isinstance(item, bool) for item in value):
+        return True
+    return all(
+        isinstance(item, list) and item and all(isinstance(t, int) and not isinstance(t, bool) for t in item)
+        for item in value
+    )
+
+
+def prepare_embeddings(*, authorization: str | None, raw_body: bytes, client_ip: str = "") -> EmbeddingsPlan:
+    """Authenticate and validate ``POST /v1/embeddings`` and choose its provider (as a chat's model is
+    routed); no memory applies. Raises :class:`GatewayError`."""
+    authenticate(authorization, client_ip)
+    try:
+        body = strictjson.loads(raw_body)
+    except (strictjson.NumberOutOfRange, strictjson.LoneSurrogate, strictjson.NestingTooDeep) as exc:
+        raise GatewayError(
+            f"Invalid JSON: {exc}", status=400, code="invalid_value", param=exc.field or None
+        ) from None
+    except (ValueError, UnicodeDecodeError):
+        raise GatewayError("The request body is not valid JSON", status=400, code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise GatewayError("The request body must be a JSON object", status=400, code="invalid_json")
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        code = "missing_required_parameter" if model is None else "invalid_type"
+        raise GatewayError("'model' must be a non-empty string", status=400, code=code, param="model")
+    if "input" not in body:
+        raise GatewayError(
+            "'input' is required", status=400, code="missing_required_parameter", param="input"
+        )
+    if not _valid_embedding_input(body["input"]):
+        raise GatewayError(
+            "'input' must be a string, an array of strings, or an array of token ids",
+            status=400,
+            code="invalid_type",
+            param="input",
+        )
+    provider = route_model(model)
+    upstream_model = provider.upstream_model(model)
+    if upstream_model != model:
+        body = {**body, "model": upstream_model}
+    return EmbeddingsPlan(provider=provider, payload=json.dumps(body, ensure_ascii=False).encode())

@@ -102,6 +102,10 @@ class UpstreamProvider(models.Model):
         return self.base_url.rstrip("/") + "/models"
 
     @property
+    def embeddings_url(self) -> str:
+        return self.base_url.rstrip("/") + "/embeddings"
+
+    @property
     def model_names(self) -> list[str]:
         """The configured model ids (blank lines and surrounding spaces dropped)."""
         return [line.strip() for line in self.model_ids.splitlines() if line.strip()]

@@ -1,6 +1,7 @@
 """The HTTP client to upstream providers (httpx, async).
 
-Contract of :func:`send_chat`: it POSTs the body to ``{base_url}/chat/completions`` with the provider's
+Contract of :func:`send_chat` (and :func:`send_embeddings`, to ``{base_url}/embeddings``): it POSTs the
+body to ``{base_url}/chat/completions`` with the provider's
 key and returns the upstream response whatever its status (errors are the caller's to pass through); it
 raises :class:`UpstreamFailure` only when no response arrived: 504 on a timeout, 502 on a connection or
 protocol error, 503 (:class:`ProviderKeyUnreadable`) when the provider's stored key cannot be decrypted
@@ -136,10 +137,20 @@ def failure_from(exc: Exception, provider: UpstreamProvider) -> UpstreamFailure:
 
 async def send_chat(provider: UpstreamProvider, payload: bytes, *, stream: bool) -> httpx.Response:
     """Send a chat completion request upstream (see the module docstring)."""
+    return await _post(provider, provider.chat_completions_url, payload, stream=stream)
+
+
+async def send_embeddings(provider: UpstreamProvider, payload: bytes) -> httpx.Response:
+    """Send an embeddings request to ``{base_url}/embeddings``, read in full; the contract of
+    :func:`send_chat` otherwise."""
+    return await _post(provider, provider.embeddings_url, payload, stream=False)
+
+
+async def _post(provider: UpstreamProvider, url: str, payload: bytes, *, stream: bool) -> httpx.Response:
     client = get_client()
     request = client.build_request(
         "POST",
-        provider.chat_completions_url,
+        url,
         content=payload,
         headers=_headers(provider, stream=stream),
         timeout=httpx.Timeout(provider.timeout_seconds),

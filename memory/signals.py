@@ -16,3 +16,8 @@ reindex_progress = Signal()
 # ``settings`` (a ``MemorySettings``). ``memory.receivers`` reschedules the
 # reindex when the embedding signature no longer matches the vector index.
 memory_settings_changed = Signal()
+
+# Sent by ``memory.services.ledger`` after an injection ledger entry is committed, with ``entry_id``
+# (the injection id, a UUID) and ``owner_id`` (the API key's id). The Studio relays it to open Ledger
+# pages.
+injection_recorded = Signal()

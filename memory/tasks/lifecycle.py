@@ -1,9 +1,10 @@
-"""Huey periodic task: the nightly pruning of the audit log and summarisation (when ``autoSummarize``
-is on).
+"""Huey periodic task: the nightly pruning of the audit log and the injection ledger, and
+summarisation (when ``autoSummarize`` is on).
 
-The audit events older than ``MEMORY_AUDIT_RETENTION_DAYS`` are deleted at the end of each run,
-whether or not summarisation is on (a locked database makes Huey retry the whole run, which is
-idempotent).
+The audit events older than ``MEMORY_AUDIT_RETENTION_DAYS`` and the injection ledger entries older
+than ``MEMORY_LEDGER_RETENTION_DAYS`` (all of them when it is 0: no ledger) are deleted at the end of
+each run, whether or not summarisation is on (a locked database makes Huey retry the whole run, which
+is idempotent).
 
 Runs :func:`memory.services.summarization.summarize_older_than` for each API
 key separately, with ``retentionDays`` as the age. Idempotent: each key is
@@ -24,6 +25,7 @@ from huey.contrib.djhuey import db_periodic_task
 
 from memory.conf import get_memory_settings
 from memory.services.audit import prune_audit_events, task_actor
+from memory.services.ledger import ledger_prune
 from memory.services.summarization import summarizable_owners, summarize_older_than
 
 logger = logging.getLogger("memory.tasks")
@@ -44,7 +46,7 @@ def summarize_memories_periodic() -> dict:
     settings = get_memory_settings()
     if not settings.autoSummarize:
         logger.info("summarize skipped: autoSummarize is off")
-        prune_audit_events(days=django_settings.MEMORY_AUDIT_RETENTION_DAYS)
+        _prune()
         return {"skipped": True}
     days = settings.retentionDays
     owners = list(summarizable_owners())
@@ -65,5 +67,10 @@ def summarize_memories_periodic() -> dict:
     logger.info(
         "summarize end: %(summarized)s memories into %(summaries)s summaries, %(failed)s keys failed", counts
     )
-    prune_audit_events(days=django_settings.MEMORY_AUDIT_RETENTION_DAYS)
+    _prune()
     return counts
+
+
+def _prune() -> None:
+    prune_audit_events(days=django_settings.MEMORY_AUDIT_RETENTION_DAYS)
+    ledger_prune(django_settings.MEMORY_LEDGER_RETENTION_DAYS)
