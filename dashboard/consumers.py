@@ -1,4 +1,5 @@
-"""The Studio's websocket: pushes memory changes of the owner on screen and reindex progress."""
+"""The Studio's websockets: memory changes of the owner on screen and reindex progress (the Memory
+page), new injection ledger entries (the Ledger page)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,14 @@ from urllib.parse import parse_qs
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from dashboard.live import ALL_OWNERS_GROUP, REINDEX_GROUP, owner_group
+from dashboard.live import ALL_OWNERS_GROUP, LEDGER_GROUP, REINDEX_GROUP, owner_group
 
 FORBIDDEN = 4403
 BAD_REQUEST = 4400
+
+
+def _is_staff(user) -> bool:
+    return user is not None and user.is_authenticated and user.is_staff and user.is_active
 
 
 class StudioConsumer(AsyncJsonWebsocketConsumer):
@@ -23,7 +28,7 @@ class StudioConsumer(AsyncJsonWebsocketConsumer):
     async def connect(self):
         self.joined: list[str] = []
         user = self.scope.get("user")
-        if user is None or not user.is_authenticated or not user.is_staff or not user.is_active:
+        if not _is_staff(user):
             await self.close(code=FORBIDDEN)
             return
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
@@ -69,4 +74,33 @@ class StudioConsumer(AsyncJsonWebsocketConsumer):
                 "total": event["total"],
                 "finished": event["finished"],
             }
+        )
+
+
+class LedgerConsumer(AsyncJsonWebsocketConsumer):
+    """``ws/dashboard/ledger/``: staff only, as the Ledger page (a staff session reads every key).
+
+    Sends ``{"type": "injection.recorded", "entryId", "ownerId"}`` when the gateway has written a
+    ledger entry; the page then reloads its list with its own filters. It receives nothing.
+    """
+
+    async def connect(self):
+        self.joined = False
+        if not _is_staff(self.scope.get("user")):
+            await self.close(code=FORBIDDEN)
+            return
+        await self.channel_layer.group_add(LEDGER_GROUP, self.channel_name)
+        self.joined = True
+        await self.accept()
+
+    async def disconnect(self, code):
+        if getattr(self, "joined", False):
+            await self.channel_layer.group_discard(LEDGER_GROUP, self.channel_name)
+
+    async def receive_json(self, content, **kwargs):
+        """The browser has nothing to say; ignore it."""
+
+    async def injection_recorded(self, event):
+        await self.send_json(
+            {"type": "injection.recorded", "entryId": event["entry_id"], "ownerId": event["owner_id"]}
         )

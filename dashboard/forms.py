@@ -7,17 +7,19 @@ from __future__ import annotations
 import json
 
 from django import forms
+from django.utils import timezone
 from rest_framework import serializers
 
 from memory import conf, strictjson
 from memory.api import serializers as api
-from memory.models import MemoryType
+from memory.models import ApiKey, MemoryType, TokenScope
 
 STRATEGY_LABELS = {
     "exact": "Recent (newest first)",
     "keyword": "Keyword (FTS5 bm25)",
     "semantic": "Semantic (vector)",
     "hybrid": "Hybrid (keywords + meaning)",
+    "composite": "Composite (hybrid + recency + importance)",
 }
 
 
@@ -75,10 +77,15 @@ class JSONObjectTextField(forms.CharField):
 
 
 class MemoryForm(SerializerForm):
-    """Add (type, key, content) and inline edit (plus metadata). The Studio asks for a key,
-    as the original did; the API also accepts keyless memories."""
+    """Add and inline edit: type, key, content, metadata (a JSON object), importance and expiry. The
+    Studio asks for a key, as the original did; the API also accepts keyless memories.
+
+    Importance left empty keeps the current value (the service's default for a new memory); expiry left
+    empty means none (on an edit it clears the expiry). Expiry is in UTC, and must be in the future:
+    a past one would hide the memory at once, which is what Delete is for."""
 
     serializer_class = api.MemoryCreateSerializer
+    field_map = {"expires_at": "expiresAt"}
 
     type = forms.ChoiceField(choices=MemoryType.choices, initial=MemoryType.FACTUAL)
     key = forms.CharField(
@@ -87,15 +94,38 @@ class MemoryForm(SerializerForm):
     content = forms.CharField(strip=False, widget=forms.Textarea(attrs={"rows": 3}))
     metadata = JSONObjectTextField(
         required=False,
+        label="Metadata (JSON)",
         widget=forms.Textarea(
             attrs={"rows": 4, "spellcheck": "false", "data-json-object": "", "class": "mono"}
         ),
     )
+    importance = forms.FloatField(
+        required=False,
+        min_value=0.0,
+        max_value=1.0,
+        widget=forms.NumberInput(attrs={"step": "0.05", "min": "0", "max": "1", "placeholder": "0.5"}),
+        help_text="0 to 1: one of the signals that rank it at retrieval. Empty: unchanged (a default when new).",
+    )
+    expires_at = forms.DateTimeField(
+        required=False,
+        label="Expires (UTC)",
+        input_formats=["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d"],
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+        help_text="Empty: never. After it, the memory is no longer listed, searched or injected.",
+    )
 
-    def __init__(self, *args, with_metadata: bool = False, **kwargs):
-        super().__init__(*args, **kwargs)
-        if not with_metadata:
-            del self.fields["metadata"]
+    def clean_expires_at(self):
+        value = self.cleaned_data.get("expires_at")
+        if value is not None and value <= timezone.now():
+            raise forms.ValidationError("Must be in the future (to remove a memory now, delete it).")
+        return value
+
+    def payload(self, data: dict) -> dict:
+        # Empty importance: no change (the serializer refuses null); empty expiry: null, which clears.
+        data = {name: value for name, value in data.items() if not (name == "importance" and value is None)}
+        if self.serializer_class is api.MemoryCreateSerializer and data.get("expires_at") is None:
+            data.pop("expires_at", None)
+        return super().payload(data)
 
     @classmethod
     def for_memory(cls, memory, data=None) -> MemoryForm:
@@ -104,8 +134,10 @@ class MemoryForm(SerializerForm):
             "key": memory.key or "",
             "content": memory.content,
             "metadata": json.dumps(memory.metadata or {}, indent=2, ensure_ascii=False),
+            "importance": memory.importance,
+            "expires_at": memory.expires_at,
         }
-        form = cls(data, initial=initial, with_metadata=True)
+        form = cls(data, initial=initial)
         form.serializer_class = api.MemoryUpdateSerializer
         return form
 
@@ -175,6 +207,33 @@ class SettingsForm(SerializerForm):
     retentionDays = forms.IntegerField(min_value=1, max_value=365)
     strategy = forms.ChoiceField(choices=[(s, s) for s in conf.STRATEGIES])
     autoSummarize = forms.BooleanField(required=False)
+    # The composite strategy's weights (one field each, sent as ``compositeWeights``) and half-life.
+    # Optional: a page that does not post them leaves them as they are.
+    compositeSemantic = forms.FloatField(required=False)
+    compositeRecency = forms.FloatField(required=False)
+    compositeImportance = forms.FloatField(required=False)
+    recencyHalfLifeDays = forms.FloatField(required=False)
+    WEIGHT_FIELDS = {
+        "compositeSemantic": "semantic",
+        "compositeRecency": "recency",
+        "compositeImportance": "importance",
+    }
+    # The serializer's errors on the weights go beside the first weight field.
+    field_map = {"compositeSemantic": "compositeWeights"}
+
+    def __init__(self, *args, initial=None, **kwargs):
+        if initial is not None and isinstance(initial.get("compositeWeights"), dict):
+            weights = initial["compositeWeights"]
+            initial = {**initial, **{f: weights.get(name) for f, name in self.WEIGHT_FIELDS.items()}}
+        super().__init__(*args, initial=initial, **kwargs)
+
+    def payload(self, data: dict) -> dict:
+        data = {name: value for name, value in data.items() if value is not None}
+        weights = {name: data.pop(f) for f, name in self.WEIGHT_FIELDS.items() if f in data}
+        out = super().payload(data)
+        if weights:
+            out["compositeWeights"] = weights
+        return out
 
 
 class EngineSettingsForm(forms.Form):
@@ -246,6 +305,36 @@ class KeyCreateForm(forms.Form):
     )
     allow_global_scope = forms.BooleanField(required=False, label="May read every key's memories")
     provider = forms.CharField(required=False)
+
+
+class ApiKeyChoiceField(forms.ModelMultipleChoiceField):
+    """API keys by name and prefix (two keys may share a name)."""
+
+    def label_from_instance(self, obj) -> str:
+        return f"{obj.name} · {obj.prefix}…"
+
+
+class TokenCreateForm(forms.Form):
+    """A new management token: its name, its scope and the API keys it is bound to (none: global,
+    which only an admin token may be; that rule and the name's are the service's, ``token_create``).
+    Only active keys are offered: a token bound to a revoked key would reach nothing there. The
+    queryset is lazy: each form reads the keys anew."""
+
+    name = forms.CharField(max_length=200, widget=forms.TextInput(attrs={"placeholder": "e.g. ci-deploy"}))
+    scope = forms.ChoiceField(
+        choices=[
+            (TokenScope.READ, "read · list and search memories"),
+            (TokenScope.WRITE, "write · read, add, change and delete memories"),
+            (TokenScope.ADMIN, "admin · write, settings, reindex (global when bound to no key)"),
+        ],
+        initial=TokenScope.READ,
+    )
+    owners = ApiKeyChoiceField(
+        queryset=ApiKey.objects.filter(revoked_at__isnull=True).order_by("name", "created_at"),
+        required=False,
+        label="Bound to API keys",
+        widget=forms.SelectMultiple(attrs={"size": 5}),
+    )
 
 
 class ProviderForm(forms.Form):

@@ -91,7 +91,7 @@ def import_memories(*, owner: ApiKey, upload) -> ImportReport:
             report.skipped += 1
             report.reasons.append(_reason(index, entry, exc.detail))
             continue
-        inputs.append(MemoryInput.from_fields(data, owner=owner))
+        inputs.append(MemoryInput.from_fields(data, owner=owner, source="import"))
     report.reasons = report.reasons[:MAX_REASONS]
     if inputs:
         result = memory_bulk_create(inputs)

@@ -6,6 +6,7 @@ import uuid
 
 ALL_OWNERS_GROUP = "studio.memory.all"
 REINDEX_GROUP = "studio.reindex"
+LEDGER_GROUP = "studio.ledger"  # every open Ledger page: staff read every key's entries
 
 
 def owner_group(owner_id: uuid.UUID | str) -> str:

@@ -1,4 +1,4 @@
-"""Relays ``memory_changed`` and ``reindex_progress`` to the channel layer.
+"""Relays ``memory_changed``, ``reindex_progress`` and ``injection_recorded`` to the channel layer.
 
 The services send these after commit, from whatever thread did the write (a
 request, a Huey worker, a management command). With the in-memory channel
@@ -14,9 +14,9 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.dispatch import receiver
 
-from dashboard.live import ALL_OWNERS_GROUP, REINDEX_GROUP, owner_group
+from dashboard.live import ALL_OWNERS_GROUP, LEDGER_GROUP, REINDEX_GROUP, owner_group
 from memory.models import HEALTH_PROBE_ID
-from memory.signals import memory_changed, reindex_progress
+from memory.signals import injection_recorded, memory_changed, reindex_progress
 
 logger = logging.getLogger("dashboard.live")
 
@@ -52,4 +52,12 @@ def relay_reindex_progress(sender, *, done, total, finished=False, **kwargs) -> 
     _send(
         [REINDEX_GROUP],
         {"type": "reindex.progress", "done": int(done), "total": int(total), "finished": bool(finished)},
+    )
+
+
+@receiver(injection_recorded, dispatch_uid="dashboard.relay_injection_recorded")
+def relay_injection_recorded(sender, *, entry_id, owner_id, **kwargs) -> None:
+    _send(
+        [LEDGER_GROUP],
+        {"type": "injection.recorded", "entry_id": str(entry_id), "owner_id": str(owner_id)},
     )

@@ -1,10 +1,11 @@
-"""The Keys page: the API keys (memory count, where their memories live, a health dot), create (the
-secret shown once), revoke, delete, and per key the provider and its ordered fallbacks with a
-"test connection".
+"""The Keys page: the API keys (memory count, where their memories live, a health dot, last use),
+create (the secret shown once), rotate (a new secret shown once, the old one refused at once),
+revoke, delete, and per key the provider and its ordered fallbacks with a "test connection".
 
 Every write goes through ``memory.services.providers`` (``key_create``, ``key_set_provider``,
-``key_update``, ``key_delete``: the rules of ``/api/keys``); this module parses the forms and shows
-the service's errors next to the field they name. Superusers only for writes, as on the API.
+``key_update``, ``key_delete``: the rules of ``/api/keys``) or ``memory.services.credentials``
+(``key_rotate``); this module parses the forms and shows the service's errors next to the field
+they name. Superusers only for writes, as on the API.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from memory.exceptions import DomainError, NotFound
 from memory.models import ApiKey, MemoryProvider
 from memory.services.audit import user_actor
 from memory.services.auth import principal_for_staff
+from memory.services.credentials import key_rotate
 from memory.services.providers import (
     MAX_FALLBACKS,
     key_create,
@@ -234,6 +236,28 @@ def key_test(request, key_id: uuid.UUID):
     page = _page_context(request)
     page["tested"] = context
     return render(request, PAGE, page)
+
+
+@studio_view
+@require_POST
+def key_rotate_view(request, key_id: uuid.UUID):
+    """A new secret for the key, shown once above the list (same id, memories and provider); the old
+    secret is refused from now on. A revoked key is refused (409) with the reason there instead."""
+    require_admin(request)
+    key = _key_or_404(key_id)
+    try:
+        key, secret = key_rotate(key, actor=user_actor(request.user, via="studio"))
+    except DomainError as exc:
+        context: dict[str, object] = {"rotate_error": exc.message}
+        if request.htmx:
+            return render(request, f"{PAGE}#key-notice", context)
+        return render(request, PAGE, {**_page_context(request), **context}, status=exc.status)
+    context = {"rotated": {"key": key, "secret": secret}}
+    if request.htmx:
+        response = render(request, f"{PAGE}#key-notice", context)
+        response["HX-Trigger"] = KEYS_CHANGED_EVENT
+        return response
+    return render(request, PAGE, {**_page_context(request), **context})
 
 
 @studio_view

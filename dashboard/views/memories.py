@@ -1,5 +1,5 @@
-"""The Memories tab: the list (search, type filter, pages), add, inline edit, delete, the pipeline health
-dot and compaction."""
+"""The Memories tab: the list (search, type filter, sortable columns, pages), add, inline edit, delete,
+the pipeline health dot and compaction."""
 
 from __future__ import annotations
 
@@ -28,28 +28,58 @@ from memory import selectors, store
 from memory.backends.base import BackendError
 from memory.bounds import MAX_POSITION
 from memory.embeddings.runtime import cache_stats
-from memory.exceptions import Conflict, DomainError, NotFound
+from memory.exceptions import Conflict, DomainError, NotFound, ValidationFailed
 from memory.models import MemoryType
 from memory.services.audit import user_actor
 from memory.services.health import run_health_check
-from memory.services.memories import MemoryInput, changes_from_fields
-from memory.services.summarization import summarize_older_than
+from memory.services.memories import SOURCE_FIELD, MemoryInput, changes_from_fields
+from memory.services.summarization import is_summary, summarize_older_than
 
 logger = logging.getLogger("dashboard")
 
 PAGE_SIZE = 20
+# How the Source column names where a memory came from (``metadata.source``, see
+# memory.services.memories.WRITE_SOURCES and memory.extraction.rules.FACT_SOURCES); another value is
+# shown as it is, none as a dash.
+SOURCE_LABELS = {
+    "user_message": "user",
+    "llm_response": "assistant",
+    "import": "import",
+    "api": "API",
+    "mcp": "MCP",
+    "studio": "Studio",
+}
+# The sortable columns: the ``ordering`` name (memory.selectors.LIST_ORDERINGS), its header, and the
+# direction of a first click (numbers and dates: highest or newest first).
+SORTABLE_COLUMNS = (
+    ("type", "Type", ""),
+    ("key", "Key", ""),
+    ("session", "Session", ""),
+    ("source", "Source", ""),
+    ("importance", "Importance", "-"),
+    ("uses", "Uses", "-"),
+    ("lastUsed", "Last used", "-"),
+    ("created", "Created", "-"),
+)
 
 
 # ---------------------------------------------------------------- the list
 
 
 def list_filters(request) -> dict:
-    """The list's ``q``, ``type`` and ``page`` (also the export's filter)."""
+    """The list's ``q``, ``type``, ``ordering`` and ``page`` (``q`` and ``type`` are also the
+    export's filter). An unknown ordering, like a junk page number in a link, shows the default."""
     q = (request.GET.get("q") or "").strip()[:1000]
     type_ = request.GET.get("type") or ""
     if type_ not in MemoryType.values:
         type_ = ""
-    return {"q": q, "type": type_, "page": int_param(request.GET.get("page"), 1, lo=1, hi=MAX_POSITION)}
+    ordering = request.GET.get("ordering") or selectors.DEFAULT_ORDERING
+    try:
+        selectors.list_order(ordering)
+    except ValidationFailed:
+        ordering = selectors.DEFAULT_ORDERING
+    page = int_param(request.GET.get("page"), 1, lo=1, hi=MAX_POSITION)
+    return {"q": q, "type": type_, "ordering": ordering, "page": page}
 
 
 def _query_list(scope: OwnerScope, filters: dict) -> dict:
@@ -60,7 +90,25 @@ def _query_list(scope: OwnerScope, filters: dict) -> dict:
         q=filters["q"] or None,
         page=filters["page"],
         limit=PAGE_SIZE,
+        ordering=filters["ordering"],
     )
+
+
+def _columns(scope: OwnerScope, filters: dict) -> list[dict]:
+    """The sortable headers: each links to the list sorted by it (a click on the sorted column
+    reverses it), back on page 1, keeping the search and type."""
+    current = filters["ordering"]
+    columns = []
+    for name, label, first in SORTABLE_COLUMNS:
+        if current.removeprefix("-") == name:
+            sort = "descending" if current.startswith("-") else "ascending"
+            wanted = name if current.startswith("-") else f"-{name}"
+        else:
+            sort, wanted = None, f"{first}{name}"
+        url = page_url(scope, "memories", q=filters["q"], type=filters["type"], ordering=wanted)
+        numeric = name in ("importance", "uses")
+        columns.append({"name": name, "label": label, "sort": sort, "url": url, "numeric": numeric})
+    return columns
 
 
 def _list_context(request, scope: OwnerScope, *, editing=None) -> dict:
@@ -91,6 +139,10 @@ def _finish_list_context(scope, filters, context, result) -> dict:
         _decorate(scope, memory)
     page, total_pages = result["page"], max(1, result["totalPages"])
     link = {"q": filters["q"], "type": filters["type"]}
+    paging = {
+        **link,
+        "ordering": "" if filters["ordering"] == selectors.DEFAULT_ORDERING else filters["ordering"],
+    }
     cache = cache_stats()
     lookups = cache["hits"] + cache["misses"]
     context.update(
@@ -98,8 +150,9 @@ def _finish_list_context(scope, filters, context, result) -> dict:
             "result": result,
             "rows": result["data"],
             "total_pages": total_pages,
-            "prev_url": page_url(scope, "memories", page=page - 1, **link) if page > 1 else None,
-            "next_url": page_url(scope, "memories", page=page + 1, **link) if page < total_pages else None,
+            "prev_url": page_url(scope, "memories", page=page - 1, **paging) if page > 1 else None,
+            "next_url": page_url(scope, "memories", page=page + 1, **paging) if page < total_pages else None,
+            "columns": _columns(scope, filters),
             "export_url": f"{reverse('dashboard:memory-export')}?"
             + urlencode({"owner": scope.param, **{k: v for k, v in link.items() if v}}),
             "stats": {
@@ -170,7 +223,9 @@ def memory_add(request):
             form.add_error(None, exc.message)
         else:
             try:
-                saved, created = store.memory_create(MemoryInput.from_fields(form.validated, owner=owner))
+                saved, created = store.memory_create(
+                    MemoryInput.from_fields(form.validated, owner=owner, source="studio")
+                )
             except DomainError as exc:
                 # A provider down (503) or refusing the input (400): said in the form, kept as typed.
                 form.add_error(None, exc.message)
@@ -202,10 +257,20 @@ def _memory_or_404(scope: OwnerScope, memory_id):
 
 
 def _decorate(scope: OwnerScope, memory):
-    """What a row shows besides the model fields: the owner's name and the type's description."""
+    """What a row shows besides the model fields: the owner's name, the type's description and where
+    the memory came from (``source_label``; a compaction's summary says so)."""
     memory.owner_name = scope.name_of(memory.owner_id)
     memory.type_help = TYPE_HELP.get(memory.type, "")
+    memory.source_label = source_label(memory)
     return memory
+
+
+def source_label(memory) -> str:
+    """The Source column's word for ``memory`` (:data:`SOURCE_LABELS`); "" when none is recorded."""
+    source = memory.metadata.get(SOURCE_FIELD) if isinstance(memory.metadata, dict) else None
+    if isinstance(source, str) and source:
+        return SOURCE_LABELS.get(source, source)
+    return "summary" if is_summary(memory) else ""
 
 
 def _row_context(scope: OwnerScope, memory, **extra) -> dict:

@@ -18,6 +18,11 @@ SETTINGS_STRATEGIES = (
     ("keyword", "Keyword", "Full-text search (FTS5 bm25) alone."),
     ("semantic", "Semantic", "Nearest memories by meaning (needs an embedding source)."),
     ("hybrid", "Hybrid", "Keywords and meaning fused by their normalised scores; falls back to keywords."),
+    (
+        "composite",
+        "Composite",
+        "Hybrid's candidates re-ordered by relevance, recency and importance (the weights below).",
+    ),
 )
 
 

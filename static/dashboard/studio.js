@@ -31,6 +31,7 @@
       try { message = JSON.parse(event.data); } catch (e) { return; }
       if (message.type === "memory.changed") scheduleRefresh();
       else if (message.type === "reindex.progress") onProgress(message);
+      else if (message.type === "injection.recorded") scheduleLedgerRefresh();
     });
     socket.addEventListener("close", function (event) {
       setLiveState("off");
@@ -250,6 +251,79 @@
     document.body.appendChild(node);
     setTimeout(function () { node.remove(); }, 5000);
   }
+
+  // ------------------------------------------------------------ secrets shown once: copy buttons
+  // The button copies with navigator.clipboard where the page may write it (a secure context, the
+  // permission granted); otherwise, or when the write is refused, the secret is selected and the
+  // status says to press the copy keys. Without JavaScript the button stays hidden and the secret
+  // is selectable text.
+  function revealCopyButtons(scope) {
+    scope.querySelectorAll("button[data-copy][hidden]").forEach(function (button) { button.hidden = false; });
+  }
+
+  function selectText(node) {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+  }
+
+  function copyFallback(node, status) {
+    selectText(node);
+    status.textContent = "Copying is not available here: the secret is selected, press Ctrl+C (⌘C on a Mac).";
+    status.dataset.state = "fallback";
+  }
+
+  document.addEventListener("click", function (event) {
+    const button = event.target.closest("button[data-copy]");
+    if (!button) return;
+    const node = document.getElementById(button.dataset.copy);
+    const status = button.parentElement.querySelector("[data-copy-status]");
+    if (!node || !status) return;
+    const text = node.textContent.trim();
+    if (!navigator.clipboard || !window.isSecureContext) {
+      copyFallback(node, status);
+      return;
+    }
+    navigator.clipboard.writeText(text).then(function () {
+      status.textContent = "Copied.";
+      status.dataset.state = "copied";
+    }, function () {
+      copyFallback(node, status);
+    });
+  });
+
+  htmx.onLoad(function (root) { revealCopyButtons(root.querySelectorAll ? root : document); });
+  revealCopyButtons(document);
+
+  // ------------------------------------------------------------ the Ledger page
+  // A new entry reloads the list with the filters on screen (a burst of answers makes one reload);
+  // rows that were not there before are highlighted for a moment.
+  const ledger = { timer: null, seen: null };
+
+  function ledgerIds() {
+    return new Set(Array.from(document.querySelectorAll("#ledger-list tr[data-entry]"), function (row) { return row.dataset.entry; }));
+  }
+
+  function scheduleLedgerRefresh() {
+    if (!document.getElementById("ledger-list")) return;
+    clearTimeout(ledger.timer);
+    ledger.timer = setTimeout(function () {
+      ledger.seen = ledgerIds();
+      htmx.trigger(document.body, "ledger-refresh");
+    }, 80);
+  }
+
+  document.body.addEventListener("htmx:afterSwap", function (event) {
+    if (!ledger.seen || !event.detail.target || event.detail.target.id !== "ledger-list") return;
+    const list = document.getElementById("ledger-list");
+    if (!list) return;
+    list.querySelectorAll("tr[data-entry]").forEach(function (row) {
+      if (!ledger.seen.has(row.dataset.entry)) row.classList.add("is-new");
+    });
+    ledger.seen = null;
+  });
 
   connect();
 })();

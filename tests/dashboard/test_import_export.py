@@ -69,8 +69,8 @@ def test_import_round_trips_an_export_into_another_owner(studio, alice, bob):
     assert "memory-changed" in response["HX-Trigger"]
     copied = Memory.objects.filter(owner=bob).order_by("key")
     assert [(m.key, m.content, m.metadata) for m in copied] == [
-        (None, "keyless note", {}),
-        ("preference:tea", "likes tea", {"category": "preference"}),
+        (None, "keyless note", {"source": "import"}),  # where it was written from (the Source column)
+        ("preference:tea", "likes tea", {"category": "preference", "source": "import"}),
     ]
 
 

@@ -244,3 +244,14 @@ def test_preview_injection_with_no_memory_found_shows_no_green_badge(studio, ali
     assert "badge-success" not in html and "memory injected" not in html.replace("no memory injected", "")
     assert '<span class="badge badge-warning" data-injection-badge>no memory injected</span>' in html
     assert "found no memory to inject for this request" in html
+
+
+def test_simulate_composite_shows_each_signal_per_hit(studio, alice, facts):
+    html = simulate(studio, alice.pk, "which editor for code", strategy="composite").content.decode()
+    assert "data-signals" in html and "strategy composite" in html
+    assert "semantic: 1.000" in html and "(keyword)" in html  # no embedding source: bm25's relevance
+    assert "recency: 1.000" in html and "importance: " in html
+
+
+def test_other_strategies_show_no_signals(studio, alice, facts):
+    assert "data-signals" not in simulate(studio, alice.pk, "which editor for code").content.decode()

@@ -67,3 +67,25 @@ def test_operators_can_read_but_not_save(operator):
     assert "Only administrators can change these settings." in html and "<fieldset disabled>" in html
     assert operator.post(URL, VALID).status_code == 403
     assert get_memory_settings().maxTokens == 2000
+
+
+def test_the_composite_weights_and_half_life_are_shown_and_saved(studio):
+    html = studio.get(URL).content.decode()
+    assert 'name="strategy" value="composite"' in html
+    assert 'name="compositeSemantic"' in html and 'value="0.5"' in html and 'value="30.0"' in html
+    fields = {"compositeSemantic": "0.6", "compositeRecency": "0.2", "compositeImportance": "0.2"}
+    response = studio.post(URL, {**VALID, "strategy": "composite", **fields, "recencyHalfLifeDays": "14"})
+    assert response.status_code == 200 and "Settings saved." in response.content.decode()
+    current = get_memory_settings()
+    assert current.strategy == "composite" and current.recencyHalfLifeDays == 14.0
+    assert current.compositeWeights == {"semantic": 0.6, "recency": 0.2, "importance": 0.2}
+
+
+def test_bad_composite_weights_are_errors_next_to_the_field(studio):
+    fields = {"compositeSemantic": "0", "compositeRecency": "0", "compositeImportance": "0"}
+    response = studio.post(URL, {**VALID, **fields, "recencyHalfLifeDays": "0"})
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "At least one weight must be above 0." in html
+    assert "Ensure this value is greater than or equal to" in html
+    assert get_memory_settings().compositeWeights == {"semantic": 0.5, "recency": 0.3, "importance": 0.2}
