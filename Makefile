@@ -23,7 +23,7 @@ models: install
 
 run: models
 	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py bootstrap
+	$(BIN)/python manage.py bootstrap --host $(HOST) --port $(PORT)
 	$(BIN)/python manage.py serve --host $(HOST) --port $(PORT)
 
 test: models

@@ -305,6 +305,23 @@ class Memory(models.Model):
     # keyword context, and its seq; kept true by triggers (migration 0005).
     context = models.TextField(null=True, blank=True)
     context_seq = models.BigIntegerField(null=True, blank=True)
+    # The cognitive analysis on write (memory.services.cognitive): a category, the entities named
+    # (``[{"kind", "text", "normalised"}]``) and the validity of the value it states: ``valid_from``
+    # null means since ``created_at``; ``valid_to`` null means still current; a memory superseded by a
+    # later one keeps its row (history), with ``valid_to`` and ``superseded_by`` set.
+    category = models.CharField(max_length=32, blank=True, default="")
+    entities = models.JSONField(default=list, blank=True)
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="superseded",
+        # No database constraint: migration 0013 adds the column without a table rebuild (see there).
+        db_constraint=False,
+    )
 
     class Meta:
         db_table = "memories"
@@ -393,6 +410,7 @@ class AuditAction(models.TextChoices):
     PROVIDER_SAVE = "provider.save"
     PROVIDER_DELETE = "provider.delete"
     SETTINGS_CHANGE = "settings.change"
+    CONTRADICTION_RESOLVE = "contradiction.resolve"
 
 
 class AuditEvent(models.Model):
@@ -474,3 +492,111 @@ class PendingProviderWrite(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         # Atomic: a new row's ciphertext is bound to its id and written right after the insert.
         super().save(*args, **kwargs)
+
+
+class InjectionEntry(models.Model):
+    """One gateway answer that carried memory: what was injected into the request and why (the
+    injection ledger, ``memory.services.ledger``).
+
+    ``id`` is the injection id the answer carried in ``x-omniroute-injection-id``. ``memories`` lists
+    each injected memory in the order it was injected: ``{"id", "rank", "tier", "score", "signals",
+    "tokens"}``, ids only, never their text, so a memory deleted later is not kept alive here; the text
+    that was sent is in ``system_message``, encrypted at rest like every stored secret. ``extraction``
+    is null until the exchange's extraction ran (``{"ran", "learned", "error"}``). Written off the
+    request path, pruned after ``MEMORY_LEDGER_RETENTION_DAYS`` by the nightly lifecycle task; a
+    key's entries go with the key.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="injections")
+    session_id = models.CharField(max_length=200, blank=True, default="")
+    model = models.CharField(max_length=200)
+    strategy = models.CharField(max_length=16)
+    tiers = models.JSONField(default=list)
+    memories = models.JSONField(default=list)
+    total_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.FloatField(default=0.0)
+    system_message = EncryptedTextField(default="")
+    extraction = models.JSONField(null=True, blank=True)
+    request_id = models.CharField(max_length=64, blank=True, default="")
+
+    class Meta:
+        db_table = "memory_injections"
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["api_key", "at"], name="injection_key_at")]
+        verbose_name = "injection ledger entry"
+        verbose_name_plural = "injection ledger entries"
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.model}: {len(self.memories)} memories"
+
+
+class MemorySlot(models.Model):
+    """One claim slot a memory states ("residence", "preference:cat", "kind:editor", ``w~<word>`` for a
+    value's word), written on every native write by :mod:`memory.services.cognitive`: the index that
+    finds, in one query, the owner's memories a new one may supersede or contradict (a JSON list on
+    the row could not be indexed). The rows of a memory are replaced when its content changes and go
+    with it (a trigger of migration 0013)."""
+
+    owner = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="+")
+    # Deleted with the memory by a trigger (migration 0013), not by Django's collector: a memory's
+    # deletion counts memories only (the API's deletedCount, the audit).
+    memory = models.ForeignKey(Memory, on_delete=models.DO_NOTHING, related_name="slots")
+    slot = models.CharField(max_length=200)
+
+    class Meta:
+        db_table = "memory_slots"
+        indexes = [models.Index(fields=["owner", "slot"], name="memory_slot_owner_slot")]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id}: {self.slot}"
+
+
+class ContradictionStatus(models.TextChoices):
+    OPEN = "open"
+    RESOLVED = "resolved"
+
+
+class ContradictionResolution(models.TextChoices):
+    KEEP_OLD = "keep_old"
+    KEEP_NEW = "keep_new"
+    KEEP_BOTH = "keep_both"
+    MERGE = "merge"
+    AUTO = "auto"
+
+
+class Contradiction(models.Model):
+    """A new memory that conflicts with one of its owner's current memories, found on write.
+
+    ``verdict`` is the check's (``supersedes``, ``contradicts``, ``ambiguous``), ``subject`` the slot
+    they share and ``reason`` one sentence for the reviewer. A ``supersedes`` verdict is applied at
+    once (the old memory gets ``valid_to`` and ``superseded_by``) and recorded ``resolved``/``auto``;
+    the others are ``open`` until someone resolves them (``keep_old``, ``keep_new``, ``keep_both``,
+    ``merge``). Both memories stay while it is open. Contract: ``old`` and ``new`` belong to ``owner``.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="contradictions")
+    # Deleted with either memory by a trigger (migration 0013), like MemorySlot.memory.
+    old = models.ForeignKey(Memory, on_delete=models.DO_NOTHING, related_name="+")
+    new = models.ForeignKey(Memory, on_delete=models.DO_NOTHING, related_name="+")
+    verdict = models.CharField(max_length=16)
+    subject = models.CharField(max_length=200, blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    status = models.CharField(
+        max_length=8, choices=ContradictionStatus.choices, default=ContradictionStatus.OPEN
+    )
+    resolution = models.CharField(
+        max_length=16, choices=ContradictionResolution.choices, blank=True, default=""
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "memory_contradictions"
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "status", "-created_at"], name="contradiction_owner_status")]
+
+    def __str__(self) -> str:
+        return f"{self.verdict} {self.subject}: {self.old_id} -> {self.new_id} ({self.status})"

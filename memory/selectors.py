@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, F, IntegerField, Q, QuerySet, Sum
+from django.db.models import BooleanField, Count, F, IntegerField, OrderBy, Q, QuerySet, Sum
+from django.db.models.expressions import RawSQL
+from django.db.models.fields.json import KT
 from django.db.models.functions import Length, TruncDate
 from django.utils import timezone
 
+from memory.cognitive.entities import fold
 from memory.conf import get_memory_settings
 from memory.exceptions import NotFound, ValidationFailed
 from memory.models import ApiKey, Memory
@@ -34,17 +37,35 @@ BUDGET_WHEN_DISABLED = 2000
 
 
 def live_memories(*, now: datetime | None = None) -> QuerySet[Memory]:
-    """Memories that have not expired (the base of every read)."""
-    return Visibility(owner_ids=None, now=now or timezone.now()).queryset()
+    """Memories that have not expired, superseded ones included (counts, retention, summaries: the
+    history is still stored memory)."""
+    return Visibility(owner_ids=None, now=now or timezone.now(), include_superseded=True).queryset()
 
 
 def visible_memories(
-    *, principal: Principal, owner_ids: Collection[uuid.UUID] | None = None
+    *,
+    principal: Principal,
+    owner_ids: Collection[uuid.UUID] | None = None,
+    include_superseded: bool = True,
 ) -> QuerySet[Memory]:
     """Live memories limited to ``owner_ids`` (already checked against the principal)
-    or, when ``None``, to everything the principal may reach."""
+    or, when ``None``, to everything the principal may reach. ``include_superseded=False`` keeps
+    only the current ones (the list's default)."""
     limit = owner_ids if owner_ids is not None else principal.owner_ids
-    return Visibility(owner_ids=limit).queryset()
+    return Visibility(owner_ids=limit, include_superseded=include_superseded).queryset()
+
+
+def with_entity(qs: QuerySet[Memory], entity: str) -> QuerySet[Memory]:
+    """The memories of ``qs`` that name ``entity``, compared folded ("Lyon", "lyon", "São Paulo" /
+    "sao paulo") with the ``normalised`` form the analysis stored."""
+    wanted = fold(entity)
+    named = RawSQL(
+        "EXISTS (SELECT 1 FROM json_each(memories.entities) AS e "
+        "WHERE json_extract(e.value, '$.normalised') = %s)",
+        [wanted],
+        output_field=BooleanField(),
+    )
+    return qs.annotate(names_entity=named).filter(names_entity=True)
 
 
 def parse_memory_id(value: object) -> uuid.UUID:
@@ -70,6 +91,66 @@ def tokens_used(qs: QuerySet[Memory]) -> int:
     return int(total or 0)
 
 
+def _source_of(memory: Memory) -> str | None:
+    value = memory.metadata.get("source") if isinstance(memory.metadata, dict) else None
+    return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class ListOrder:
+    """One ordering of the memory list: its column as SQL (``expression``) and as a value read from a
+    ``Memory`` (``value``), for the lists a provider answers, which are sorted in memory. Both put a
+    missing value (never used, no source) last when descending and first when ascending, as SQLite
+    does for NULL, and break ties newest first."""
+
+    name: str
+    descending: bool
+    expression: Any
+    value: Callable[[Memory], Any]
+
+    def order_by(self) -> list[OrderBy]:
+        column = OrderBy(self.expression, descending=self.descending)
+        return [column, F("created_at").desc(), F("seq").desc()]
+
+    def sort(self, memories: Iterable[Memory]) -> list[Memory]:
+        rows = sorted(memories, key=lambda m: m.created_at, reverse=True)  # the ties, newest first
+        if self.name == "created":
+            return rows if self.descending else rows[::-1]
+        present = [m for m in rows if self.value(m) is not None]
+        missing = [m for m in rows if self.value(m) is None]
+        present.sort(key=self.value, reverse=self.descending)
+        return present + missing if self.descending else missing + present
+
+
+# The orderings of the memory list, by the name ``memory_list`` takes (``-`` in front: descending).
+LIST_ORDERINGS: dict[str, tuple[Any, Callable[[Memory], Any]]] = {
+    "created": (F("created_at"), lambda m: m.created_at),
+    "type": (F("type"), lambda m: m.type),
+    "key": (F("key"), lambda m: m.key),
+    "session": (F("session_id"), lambda m: m.session_id),
+    "source": (KT("metadata__source"), _source_of),
+    "importance": (F("importance"), lambda m: m.importance),
+    "uses": (F("access_count"), lambda m: m.access_count),
+    "lastUsed": (F("last_accessed_at"), lambda m: m.last_accessed_at),
+}
+DEFAULT_ORDERING = "-created"
+
+
+def list_order(ordering: str | None) -> ListOrder:
+    """The :class:`ListOrder` named ``ordering`` (``importance``, ``-uses``…; None: newest first);
+    ``ValidationFailed`` (field ``ordering``) for any other name."""
+    text = ordering or DEFAULT_ORDERING
+    name = text.removeprefix("-")
+    if not isinstance(ordering, str | None) or name not in LIST_ORDERINGS:
+        names = ", ".join(LIST_ORDERINGS)
+        raise ValidationFailed(
+            f"ordering must be one of {names}, each optionally preceded by '-' (descending)",
+            field="ordering",
+        )
+    expression, value = LIST_ORDERINGS[name]
+    return ListOrder(name=name, descending=text.startswith("-"), expression=expression, value=value)
+
+
 def memory_list(
     *,
     principal: Principal,
@@ -80,16 +161,26 @@ def memory_list(
     page: int = 1,
     limit: int = 50,
     offset: int | None = None,
+    ordering: str | None = None,
+    entity: str | None = None,
+    include_superseded: bool = False,
 ) -> dict[str, Any]:
-    """A page of memories, newest first, with totals over all pages.
+    """A page of memories, newest first unless ``ordering`` names another column (see
+    :data:`LIST_ORDERINGS`, :func:`list_order`), with totals over all pages.
+
+    Only current memories are listed (not superseded by a later one) unless ``include_superseded``;
+    ``entity`` keeps the memories naming it (:func:`with_entity`).
 
     ``offset`` wins over ``page``; the reported page is then
     ``offset // limit + 1``. ``stats.tokensUsed`` covers the owner filter only
     (not type, session or q), as in the original.
     """
+    order = list_order(ordering)
     owner_ids = principal.owner_filter(api_key_id)
-    base = visible_memories(principal=principal, owner_ids=owner_ids)
+    base = visible_memories(principal=principal, owner_ids=owner_ids, include_superseded=include_superseded)
     qs = base
+    if entity and entity.strip():
+        qs = with_entity(qs, entity)
     if type:
         qs = qs.filter(type=type)
     if session_id:
@@ -107,7 +198,8 @@ def memory_list(
         for row in qs.order_by().values("type").annotate(n=Count("seq")).order_by("type")
     }
     total = sum(by_type.values())
-    rows = list(qs.order_by(F("created_at").desc(), F("seq").desc())[start : start + limit])
+    listed = qs.select_related("superseded_by") if include_superseded else qs
+    rows = list(listed.order_by(*order.order_by())[start : start + limit])
     return {
         "data": rows,
         "total": total,

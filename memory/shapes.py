@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from memory.models import Memory
 
 if TYPE_CHECKING:  # for the hint only: shaping a hit needs no retrieval code at run time
+    from memory.retrieval.composite import SignalsDict
     from memory.retrieval.engine import Hit
 
 
@@ -40,6 +41,17 @@ class MemoryDict(MemoryRefDict):
     lastAccessedAt: str | None
     importance: float
     needsReindex: bool
+    category: str
+    entities: list[EntityDict]
+    supersededBy: str | None
+    validFrom: str | None
+    validTo: str | None
+
+
+class EntityDict(TypedDict):
+    kind: str
+    text: str
+    normalised: str
 
 
 def iso(value: datetime | None) -> str | None:
@@ -70,7 +82,31 @@ def memory_json(memory: Memory) -> MemoryDict:
         "lastAccessedAt": iso(memory.last_accessed_at),
         "importance": memory.importance,
         "needsReindex": memory.needs_reindex,
+        "category": memory.category or "",
+        "entities": _entities(memory.entities),
+        # Loaded only for a superseded memory (a list of the history selects it with the row).
+        "supersededBy": _uuid_of(memory.superseded_by) if memory.superseded_by_id is not None else None,
+        "validFrom": iso(memory.valid_from or memory.created_at),
+        "validTo": iso(memory.valid_to),
     }
+
+
+def _uuid_of(memory: Memory | None) -> str | None:
+    return None if memory is None else str(memory.uuid)
+
+
+def _entities(value: object) -> list[EntityDict]:
+    if not isinstance(value, list):
+        return []
+    return [
+        {
+            "kind": str(e.get("kind", "")),
+            "text": str(e.get("text", "")),
+            "normalised": str(e.get("normalised", "")),
+        }
+        for e in value
+        if isinstance(e, dict)
+    ]
 
 
 class HitDict(MemoryRefDict):
@@ -85,6 +121,7 @@ class HitDict(MemoryRefDict):
     sessionScore: float | None
     answerType: bool
     belowFloor: bool
+    signals: SignalsDict | None
 
 
 def hit_json(hit: Hit) -> HitDict:
@@ -98,6 +135,7 @@ def hit_json(hit: Hit) -> HitDict:
         "sessionScore": hit.session_score,
         "answerType": hit.answer_type,
         "belowFloor": hit.below_floor,
+        "signals": hit.signals.as_dict() if hit.signals is not None else None,
     }
 
 

@@ -297,13 +297,21 @@ def memory_list(
     page: int = 1,
     limit: int = 50,
     offset: int | None = None,
+    ordering: str | None = None,
+    entity: str | None = None,
+    include_superseded: bool = False,
 ) -> dict[str, Any]:
     """``memory.selectors.memory_list`` over every store the principal's owners use.
 
+    ``entity`` and ``include_superseded`` are the native store's (analysis on write): a provider's
+    records carry no entities, so an ``entity`` filter matches none of them, and none is superseded.
+
     Native owners are listed by the selector; each provider-backed owner by its provider, merged
-    newest first. On a provider, ``q`` is its keyword search (the native list filters by substring),
-    and ``stats.tokensUsed`` is counted from its records.
+    newest first, or sorted in memory by ``ordering`` (:func:`memory.selectors.list_order`: the same
+    names and the same order as the native list's SQL). On a provider, ``q`` is its keyword search
+    (the native list filters by substring), and ``stats.tokensUsed`` is counted from its records.
     """
+    order = selectors.list_order(ordering)
     owner_ids = principal.owner_filter(api_key_id)
     providers = provider_owners(owner_ids)
     if not providers:
@@ -316,6 +324,9 @@ def memory_list(
             page=page,
             limit=limit,
             offset=offset,
+            ordering=ordering,
+            entity=entity,
+            include_superseded=include_superseded,
         )
     start = max(0, offset) if offset is not None else (page - 1) * limit
     page = start // limit + 1 if offset is not None else page
@@ -333,7 +344,15 @@ def memory_list(
             label=principal.label,
         )
         result = selectors.memory_list(
-            principal=scoped, type=type, session_id=session_id, q=q, page=1, limit=start + limit
+            principal=scoped,
+            type=type,
+            session_id=session_id,
+            q=q,
+            page=1,
+            limit=start + limit,
+            ordering=ordering,
+            entity=entity,
+            include_superseded=include_superseded,
         )
         rows = [m for m in result["data"] if m.owner_id not in provider_ids]
         lists.append(rows)
@@ -343,15 +362,21 @@ def memory_list(
             by_type[name] = by_type.get(name, 0) + n
     for key in providers:
         manager = manager_for(key)
-        if manager is None:
+        if manager is None or (entity and entity.strip()):
             continue
         records = _provider_matches(manager, key.pk, filters, q)
         total += len(records)
         for record in records:
             by_type[record.type] = by_type.get(record.type, 0) + 1
         tokens += sum(estimate_tokens(r.content) for r in all_records(manager, key.pk))
-        lists.append([to_memory(r) for r in records[: start + limit]])
-    merged = list(heapq.merge(*lists, key=lambda m: m.created_at, reverse=True))
+        if order.name == "created" and order.descending:
+            lists.append([to_memory(r) for r in records[: start + limit]])
+        else:  # a provider answers newest first: the whole list is sorted here, then cut
+            lists.append(order.sort(to_memory(r) for r in records)[: start + limit])
+    if order.name == "created" and order.descending:
+        merged = list(heapq.merge(*lists, key=lambda m: m.created_at, reverse=True))
+    else:
+        merged = order.sort(m for rows in lists for m in rows)
     return {
         "data": merged[start : start + limit],
         "total": total,
@@ -411,6 +436,7 @@ def retrieve(
     filter_irrelevant: bool = True,
     use_vectors: bool = True,
     settings: Any = None,
+    as_of: datetime | None = None,
 ) -> RetrievalResult:
     """``memory.retrieval.engine.retrieve`` for one owner on its provider, else the native engine.
 
@@ -432,6 +458,7 @@ def retrieve(
                 session_id=session_id,
                 retention_days=retention_days,
                 settings=settings,
+                as_of=as_of,
             )
     return native_retrieve(
         owner_ids=owner_ids,
@@ -445,6 +472,7 @@ def retrieve(
         touch=touch,
         filter_irrelevant=filter_irrelevant,
         use_vectors=use_vectors,
+        as_of=as_of,
     )
 
 

@@ -184,6 +184,9 @@ MEMORY_MAX_TOKENS = envint("MEMORY_MAX_TOKENS", 2000, minimum=0, maximum=16000)
 MEMORY_RETENTION_DAYS = envint("MEMORY_RETENTION_DAYS", 30, minimum=1, maximum=365)
 # Audit events of destructive operations older than this are deleted by the nightly lifecycle task.
 MEMORY_AUDIT_RETENTION_DAYS = envint("MEMORY_AUDIT_RETENTION_DAYS", 365, minimum=1, maximum=3650)
+# Injection ledger entries (what the gateway injected into each answer) older than this are deleted by
+# the nightly lifecycle task; 0 keeps no ledger at all (memory.services.ledger).
+MEMORY_LEDGER_RETENTION_DAYS = envint("MEMORY_LEDGER_RETENTION_DAYS", 30, minimum=0, maximum=3650)
 MEMORY_STRATEGY = envchoice("MEMORY_STRATEGY", "hybrid", ("recent", "keyword", "semantic", "hybrid"))
 MEMORY_EMBEDDING_SOURCE = envchoice(
     "MEMORY_EMBEDDING_SOURCE", "auto", ("remote", "static", "transformers", "auto")

@@ -1,16 +1,18 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.views.defaults import page_not_found, server_error
+from django.views.generic.base import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from dashboard.login import ThrottledLoginForm, studio_login
+from dashboard.login import studio_login
 from memory.api.errors import json_error
 
-# The Studio signs in on the admin's login page (LOGIN_URL); failed sign-ins are throttled there.
-admin.site.login_form = ThrottledLoginForm
-
 urlpatterns = [
+    # The Studio's own sign-in page (LOGIN_URL), throttled; placed before the admin's URLs so that the
+    # admin signs in here too.
     path("admin/login/", studio_login, name="studio-login"),
+    # Browsers ask for /favicon.ico on pages that do not link ours (the admin, the API docs).
+    path("favicon.ico", RedirectView.as_view(url="/static/favicon.svg", permanent=True)),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -61,6 +61,12 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
 # -- memories -----------------------------------------------------------------------------------------
 
 
+class EntitySerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["person", "place", "organisation", "date", "tool"])
+    text = serializers.CharField(help_text="As written in the content.")
+    normalised = serializers.CharField(help_text="Lower case, accents removed: what ?entity= compares.")
+
+
 class MemorySerializer(serializers.Serializer):
     """A memory as every interface shows it (``memory.shapes.memory_json``)."""
 
@@ -76,8 +82,23 @@ class MemorySerializer(serializers.Serializer):
     expiresAt = serializers.DateTimeField(allow_null=True)
     accessCount = serializers.IntegerField()
     lastAccessedAt = serializers.DateTimeField(allow_null=True)
-    importance = serializers.FloatField()
+    importance = serializers.FloatField(
+        help_text="0..1: given by the writer, else computed on write from the content, type and source."
+    )
     needsReindex = serializers.BooleanField(help_text="Its vector is missing or out of date.")
+    category = serializers.CharField(
+        allow_blank=True, help_text="What it is about (residence, preference, job, note ...), found on write."
+    )
+    entities = EntitySerializer(
+        many=True, help_text="The people, places, organisations, dates and tools it names."
+    )
+    supersededBy = serializers.UUIDField(
+        allow_null=True, help_text="The later memory that replaced this value; null while it is current."
+    )
+    validFrom = serializers.DateTimeField(help_text="Since when its value holds (its creation).")
+    validTo = serializers.DateTimeField(
+        allow_null=True, help_text="When a later memory superseded it; null: still current."
+    )
 
 
 class CacheCountsSerializer(serializers.Serializer):
@@ -530,3 +551,91 @@ class MemoryClearResultSerializer(serializers.Serializer):
         child=serializers.UUIDField(), help_text="The first 1000 matches, oldest first."
     )
     dryRun = serializers.BooleanField()
+
+
+# -- the injection ledger (memory.services.ledger.entry_json) ---------------------------------------------
+
+
+class InjectedMemorySerializer(serializers.Serializer):
+    id = serializers.UUIDField(help_text="The memory's id (it may be deleted since).")
+    rank = serializers.IntegerField(help_text="1 for the first memory of the message.")
+    tier = serializers.CharField(help_text="vector, qdrant, hybrid-rrf, fts5, recent, keyword, …")
+    score = serializers.FloatField()
+    signals = serializers.DictField(
+        child=serializers.FloatField(allow_null=True),
+        help_text="vec, fts, session (scores; null where the tier computed none), answerType and "
+        "inPeriod (1.0 or 0.0).",
+    )
+    tokens = serializers.IntegerField()
+    deleted = serializers.BooleanField(help_text="The memory was deleted since: its text is not shown.")
+
+
+class InjectionExtractionSerializer(serializers.Serializer):
+    ran = serializers.BooleanField(help_text="false: the exchange was not learned from.")
+    learned = serializers.ListField(child=serializers.UUIDField(), help_text="The memories it wrote.")
+    error = serializers.CharField(allow_null=True, help_text="Why extraction failed, after its retries.")
+
+
+class InjectionSerializer(serializers.Serializer):
+    id = serializers.UUIDField(help_text="The injection id: the answer's x-omniroute-injection-id.")
+    at = serializers.DateTimeField()
+    apiKeyId = serializers.UUIDField()
+    sessionId = serializers.CharField(allow_blank=True)
+    model = serializers.CharField(help_text="The model as the client requested it.")
+    strategy = serializers.CharField(help_text="The retrieval strategy really used.")
+    tiers = serializers.ListField(
+        child=serializers.CharField(), help_text="The tiers the memories came from."
+    )
+    memories = InjectedMemorySerializer(many=True)
+    totalTokens = serializers.IntegerField()
+    latencyMs = serializers.FloatField(help_text="How long the recall took.")
+    extraction = InjectionExtractionSerializer(
+        allow_null=True, help_text="null until the exchange's extraction ran."
+    )
+    requestId = serializers.CharField(allow_blank=True, help_text="The upstream's x-request-id.")
+
+
+class InjectionDetailSerializer(InjectionSerializer):
+    systemMessage = serializers.CharField(help_text="The memory message exactly as it was injected.")
+
+
+class InjectionListResponseSerializer(serializers.Serializer):
+    data = InjectionSerializer(many=True)  # type: ignore[assignment]
+    total = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()
+
+
+# -- contradictions (memory.services.contradictions) -------------------------------------------------
+
+
+class ContradictionSerializer(serializers.Serializer):
+    """A contradiction found on write (``memory.services.contradictions.contradiction_json``)."""
+
+    id = serializers.UUIDField()
+    apiKeyId = serializers.UUIDField()
+    verdict = serializers.ChoiceField(
+        choices=["supersedes", "contradicts", "ambiguous"],
+        help_text="supersedes: applied on write (the old one is history); the others wait for review.",
+    )
+    subject = serializers.CharField(
+        allow_blank=True, help_text="The slot both state: residence, preference:cat…"
+    )
+    reason = serializers.CharField(allow_blank=True, help_text="One sentence for the reviewer.")
+    status = serializers.ChoiceField(choices=["open", "resolved"])
+    resolution = serializers.ChoiceField(
+        choices=["keep_old", "keep_new", "keep_both", "merge", "auto"],
+        allow_null=True,
+        help_text="null while open; auto: a supersession applied on write.",
+    )
+    createdAt = serializers.DateTimeField()
+    resolvedAt = serializers.DateTimeField(allow_null=True)
+    old = MemorySerializer()
+    new = MemorySerializer()
+
+
+class ContradictionListResponseSerializer(serializers.Serializer):
+    data = ContradictionSerializer(many=True)  # type: ignore[assignment]
+    total = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    offset = serializers.IntegerField()

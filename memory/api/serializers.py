@@ -5,9 +5,11 @@ What the routes answer is documented by :mod:`memory.api.responses`.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -125,11 +127,26 @@ class StrictIntegerField(BoundedIntegerField):
         return super().to_internal_value(data)
 
 
+class InstantField(serializers.DateTimeField):
+    """An ISO 8601 instant, stored in UTC. Every date-time the schema admits is accepted: one whose UTC
+    form falls before year 1 or after 9999 (``0001-01-01T00:03:00+05:05``) is the first or last
+    instant Python holds (an expiry that long past has expired; one that far ahead never comes), not
+    the 400 "out of range" DRF answers."""
+
+    def enforce_timezone(self, value: datetime) -> datetime:
+        if timezone.is_aware(value):
+            try:
+                return value.astimezone(UTC)
+            except OverflowError:
+                return (datetime.min if value.year < 5000 else datetime.max).replace(tzinfo=UTC)
+        return super().enforce_timezone(value)
+
+
 class MemoryFieldsMixin(serializers.Serializer):
     type = serializers.ChoiceField(choices=MemoryType.choices, required=False)
     key = StrictCharField(max_length=255, required=False, allow_blank=True, allow_null=True)
     metadata = JSONObjectField(required=False)
-    expiresAt = serializers.DateTimeField(required=False, allow_null=True)
+    expiresAt = InstantField(required=False, allow_null=True)
     importance = StrictFloatField(required=False, min_value=0.0, max_value=1.0)
 
 
@@ -192,6 +209,17 @@ class MemoryListQuerySerializer(serializers.Serializer):
     apiKeyId = ApiKeyIdField()
     type = serializers.ChoiceField(choices=MemoryType.choices, required=False, allow_blank=True)
     sessionId = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    entity = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=200,
+        help_text="Only memories naming this entity (compared without case or accents: 'lyon', 'Sao Paulo').",
+    )
+    includeSuperseded = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Also list the memories a later one superseded (the history); default: current only.",
+    )
 
 
 class ProviderModelField(StrictCharField):
@@ -204,6 +232,31 @@ class ProviderModelField(StrictCharField):
     def to_internal_value(self, data: object) -> str | None:  # type: ignore[override]
         value = super().to_internal_value(data)
         return value.strip() or None
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "properties": {name: {"type": "number", "minimum": 0, "maximum": 1} for name in conf.SIGNALS},
+        "required": list(conf.SIGNALS),
+        "additionalProperties": False,
+        "description": "The composite strategy's weight of each signal; the score is their weighted "
+        "mean (the defaults 0.5, 0.3 and 0.2 sum to 1). Not all 0.",
+    }
+)
+class CompositeWeightsField(serializers.Field):
+    """``{"semantic": w, "recency": w, "importance": w}``, each 0..1, not all 0
+    (``memory.conf.composite_weights_problem``)."""
+
+    def to_internal_value(self, data: object) -> dict[str, float]:
+        problem = conf.composite_weights_problem(data)
+        if problem is not None:
+            raise serializers.ValidationError(problem)
+        assert isinstance(data, dict)  # composite_weights_problem checked it
+        return {name: float(data[name]) for name in conf.SIGNALS}
+
+    def to_representation(self, value: dict[str, float]) -> dict[str, float]:
+        return value
 
 
 class MemorySettingsSerializer(StrictSerializer):
@@ -232,6 +285,14 @@ class MemorySettingsSerializer(StrictSerializer):
     allowPrivateUrls = StrictBooleanField(required=False)
     rrfWeights = serializers.DictField(
         child=serializers.FloatField(min_value=0, max_value=10), required=False
+    )
+    compositeWeights = CompositeWeightsField(required=False)
+    recencyHalfLifeDays = StrictFloatField(
+        required=False,
+        min_value=conf.HALF_LIFE_DAYS[0],
+        max_value=conf.HALF_LIFE_DAYS[1],
+        help_text="The composite strategy's recency half-life in days: a memory this old has half the "
+        "recency of one written now.",
     )
 
     def validate_customBaseUrl(self, value: str | None) -> str | None:

@@ -5,6 +5,8 @@ from memory.api import views, views_audit
 # Paths are the original's: no trailing slash. Routes under memory/ with a
 # fixed name must come before memory/<id>.
 urlpatterns = [
+    path("", include("memory.api.urls_ledger")),
+    path("", include("memory.api.urls_cognitive")),
     path("", include("memory.api.urls_retrieval")),
     path("", include("memory.api.urls_lifecycle")),
     path("", include("memory.api.urls_qdrant")),

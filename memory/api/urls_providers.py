@@ -12,4 +12,5 @@ urlpatterns = [
     path("memory/providers/<str:name>", views_providers.ProviderDetailView.as_view(), name="memory-provider"),
     path("keys", views_keys.KeyCollectionView.as_view(), name="keys"),
     path("keys/<str:key_id>", views_keys.KeyDetailView.as_view(), name="key-detail"),
+    path("keys/<str:key_id>/rotate", views_keys.KeyRotateView.as_view(), name="key-rotate"),
 ]

@@ -72,6 +72,8 @@ class MemoryCollectionView(MemoryAPIView):
             page=params["page"],
             limit=params["limit"],
             offset=params.get("offset"),
+            entity=params.get("entity") or None,
+            include_superseded=params["includeSuperseded"],
         )
         result["data"] = [memory_json(m) for m in result["data"]]
         result["stats"].update(_cache_stats())
@@ -87,7 +89,7 @@ class MemoryCollectionView(MemoryAPIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         owner = self.principal.resolve_owner(data.get("apiKeyId"))
-        memory, created = store.memory_create(MemoryInput.from_fields(data, owner=owner))
+        memory, created = store.memory_create(MemoryInput.from_fields(data, owner=owner, source="api"))
         return Response(
             {"success": True, "id": str(memory.uuid), "created": created, "memory": memory_json(memory)},
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
@@ -130,7 +132,7 @@ class MemoryBulkView(MemoryAPIView):
                 owners[owner_ref] = self.principal.resolve_owner(
                     owner_ref, field=f"memories[{index}].apiKeyId"
                 )
-            inputs.append(MemoryInput.from_fields(data, owner=owners[owner_ref]))
+            inputs.append(MemoryInput.from_fields(data, owner=owners[owner_ref], source="api"))
         return Response(store.memory_bulk_create(inputs))
 
 

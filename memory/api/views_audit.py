@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memory.api import responses as r
-from memory.api.serializers import BoundedIntegerField
+from memory.api.serializers import BoundedIntegerField, InstantField
 from memory.api.views import MemoryAPIView
 from memory.exceptions import PermissionDenied
 from memory.models import AuditAction, TokenScope
@@ -20,7 +20,7 @@ class AuditQuerySerializer(serializers.Serializer):
     apiKeyId = serializers.UUIDField(
         required=False, help_text="Only this API key's events (it may be deleted)."
     )
-    since = serializers.DateTimeField(required=False, help_text="Only events at or after this instant.")
+    since = InstantField(required=False, help_text="Only events at or after this instant.")
     limit = BoundedIntegerField(required=False, min_value=1, max_value=500, default=100)
     offset = BoundedIntegerField(required=False, min_value=0, default=0)
 

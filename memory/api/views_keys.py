@@ -2,7 +2,7 @@
 
 Every route needs a global admin token (or a superuser's session): keys are credentials, and a
 token bound to keys must not list, mint or delete others. The secret is answered once, by the
-create; only its prefix is shown after. ``provider`` is a provider's name (null: the native store)
+create or a rotation; only its prefix is shown after. ``provider`` is a provider's name (null: the native store)
 and ``fallbacks`` the ordered names tried when it is down.
 """
 
@@ -21,6 +21,7 @@ from memory.api.views_providers import require_global_admin
 from memory.models import ApiKey, TokenScope
 from memory.services import providers as svc
 from memory.services.audit import actor_for
+from memory.services.credentials import key_rotate
 
 ADMIN_ONLY = {method: TokenScope.ADMIN for method in ("GET", "POST", "PATCH", "DELETE")}
 PROVIDER_HELP = "A memory provider's name; null: the native store."
@@ -140,3 +141,22 @@ class KeyDetailView(MemoryAPIView):
         key = svc.key_get(key_id)
         deleted = svc.key_delete(key, actor=actor_for(self.principal, via="rest"))
         return Response({"success": True, "deletedMemories": deleted})
+
+
+@extend_schema(parameters=[OpenApiParameter("key_id", OpenApiTypes.UUID, OpenApiParameter.PATH)])
+class KeyRotateView(MemoryAPIView):
+    required_scopes = {"POST": TokenScope.ADMIN}
+
+    @extend_schema(
+        request=None,
+        responses={200: r.ApiKeyCreatedSerializer, **r.errors(404, 409)},
+        operation_id="keys_rotate",
+        summary=(
+            "Give an API key a new secret, answered once; the old one stops working at once "
+            "(same id and memories; a global admin only; 409 for a revoked key)"
+        ),
+    )
+    def post(self, request: Request, key_id: str) -> Response:
+        require_global_admin(self.principal, "API keys are credentials")
+        key, secret = key_rotate(svc.key_get(key_id), actor=actor_for(self.principal, via="rest"))
+        return Response({**svc.key_json(key), "secret": secret})

@@ -23,7 +23,13 @@ from memory.api.responses import (
     SummarizeResultSerializer,
     errors,
 )
-from memory.api.serializers import ApiKeyIdField, StrictBooleanField, StrictIntegerField, StrictSerializer
+from memory.api.serializers import (
+    ApiKeyIdField,
+    InstantField,
+    StrictBooleanField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from memory.api.views import MemoryAPIView
 from memory.models import ApiKey, MemoryType
 from memory.services.audit import actor_for
@@ -39,7 +45,7 @@ class ClearSerializer(StrictSerializer):
     # is said, and an empty body is refused rather than read as "everything".
     apiKeyId = ApiKeyIdField(required=True, help_text="The API key to clear ('': a bound caller's one key).")
     type = serializers.ChoiceField(choices=MemoryType.choices, required=False, help_text="Only this type.")
-    createdBefore = serializers.DateTimeField(required=False, help_text="Only memories created before.")
+    createdBefore = InstantField(required=False, help_text="Only memories created before.")
     dryRun = StrictBooleanField(required=False, default=False)
 
 

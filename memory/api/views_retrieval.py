@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -22,13 +27,77 @@ from memory.services.indexing import reindex_start
 from memory.services.providers import providers_status
 from memory.status import embedding_providers, engine_status
 
+STRATEGIES = ["exact", "keyword", "semantic", "hybrid", "composite"]
+
+
+@extend_schema_field(
+    {
+        "anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}],
+        "description": "Rank as if it were this moment: memories created after it are left out, and "
+        'recency (composite) and the periods a question names ("last week") count from it. A date '
+        "alone means the end of that day, UTC; a date-time without an offset is UTC. A moment after "
+        "now ranks now; one before 1900 ranks as of 1900 (no memory is older). Expired memories stay "
+        "hidden whatever the date.",
+    }
+)
+class AsOfField(serializers.Field):
+    """An ISO date (the end of that day, UTC) or date-time (UTC when it names no offset)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: object) -> datetime:
+        if not isinstance(data, str) or len(data) > 64:
+            raise serializers.ValidationError("Must be an ISO date (2026-05-01) or date-time string.")
+        text = data.strip()
+        try:
+            day = parse_date(text)
+            moment = None if day is not None else parse_datetime(text)
+        except ValueError:  # well formed but impossible ("2026-02-30")
+            day = moment = None
+        if day is not None:
+            return end_of_day(day)
+        if moment is None:
+            raise serializers.ValidationError("Must be an ISO date (2026-05-01) or date-time.")
+        return as_of_moment(moment if timezone.is_aware(moment) else moment.replace(tzinfo=UTC))
+
+    def to_representation(self, value: datetime) -> str:
+        return value.isoformat()
+
+
+# The earliest moment a ranking is asked for: no memory is older, and a date this far from
+# datetime's bounds can be shifted to UTC and have the periods a question names counted back from it.
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+
+
+def as_of_moment(moment: datetime) -> datetime:
+    """``moment`` in UTC, from ``EARLIEST`` on; past datetime's last day it stays its largest value
+    (later than now, which the engine ranks as now)."""
+    try:
+        utc = moment.astimezone(UTC)
+    except OverflowError:  # a time zone's offset took it past datetime's first or last day
+        return EARLIEST if moment.year < EARLIEST.year else datetime.max.replace(tzinfo=UTC)
+    return max(utc, EARLIEST)
+
+
+def end_of_day(day: date) -> datetime:
+    """The last instant of ``day`` in UTC: "as of 1 May" includes what was written on 1 May."""
+    if day == date.max:
+        return datetime.max.replace(tzinfo=UTC)
+    return as_of_moment(
+        datetime.combine(day + timedelta(days=1), time.min, tzinfo=UTC) - timedelta(microseconds=1)
+    )
+
 
 class PreviewSerializer(StrictSerializer):
     query = StrictCharField(max_length=8000, trim_whitespace=True)
-    strategy = serializers.ChoiceField(choices=["exact", "keyword", "semantic", "hybrid"], default="hybrid")
+    strategy = serializers.ChoiceField(choices=STRATEGIES, default="hybrid")
     maxTokens = StrictIntegerField(min_value=1, max_value=16000, default=2000)
     limit = StrictIntegerField(min_value=1, max_value=100, default=20)
     apiKeyId = ApiKeyIdField(allow_null=True)
+    asOf = AsOfField()
 
 
 class FallbackUseSerializer(serializers.Serializer):
@@ -51,8 +120,9 @@ class PreviewResolutionSerializer(serializers.Serializer):
     # The request's ``strategy`` (its enum is documented there).
     strategyRequested = serializers.CharField()
     strategyUsed = serializers.ChoiceField(
-        choices=["exact", "keyword", "semantic", "hybrid"],
-        help_text="What ran: keyword = FTS5 alone, exact = newest first (the degraded tiers).",
+        choices=STRATEGIES,
+        help_text="What ran: keyword = FTS5 alone, exact = newest first (the degraded tiers). A "
+        "degraded composite still re-orders what the fallback found (see each hit's signals).",
     )
     rerankApplied = serializers.BooleanField()
     fallbackReason = serializers.CharField(allow_null=True)
@@ -67,6 +137,25 @@ class PreviewResolutionSerializer(serializers.Serializer):
     )
     backendFallbacks = FallbackUseSerializer(
         many=True, required=False, help_text="Each operation a fallback provider answered (or none could)."
+    )
+
+
+class HitSignalsSerializer(serializers.Serializer):
+    """The composite strategy's signals (``memory.retrieval.composite``); the hit's ``score`` is
+    their weighted mean (``compositeWeights``)."""
+
+    semantic = serializers.FloatField(
+        help_text="Relevance, 0..1: the ranking's score divided by the best candidate's (see semanticFrom)."
+    )
+    recency = serializers.FloatField(
+        help_text="0..1: 0.5 ** (age in days / recencyHalfLifeDays), counted from now or asOf."
+    )
+    importance = serializers.FloatField(help_text="The memory's importance, 0..1.")
+    semanticFrom = serializers.ChoiceField(
+        choices=["hybrid", "keyword", "vector", "words", "none"],
+        help_text="Which ranking the relevance came from: hybrid (the fused score), keyword (bm25: no "
+        "vector search ran), vector (a provider's cosine), words (query words, newest-first tier) or "
+        "none (no query).",
     )
 
 
@@ -88,6 +177,9 @@ class PreviewHitSerializer(serializers.Serializer):
         help_text="Hybrid: the memory names a time and the question asks when (it was lifted for it)."
     )
     belowFloor = serializers.BooleanField(help_text="A match the gateway drops (weak vector-only match).")
+    signals = HitSignalsSerializer(
+        allow_null=True, help_text="Composite only: the signals of the score; null for other strategies."
+    )
 
 
 class PreviewResponseSerializer(serializers.Serializer):
@@ -114,6 +206,7 @@ class RetrievePreviewView(MemoryAPIView):
                 max_tokens=data["maxTokens"],
                 limit=data["limit"],
                 api_key_id=data.get("apiKeyId") or None,
+                as_of=data.get("asOf"),
             )
         )
 

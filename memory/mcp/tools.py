@@ -139,7 +139,7 @@ def add_memory(
         "sessionId": (session_id or "").strip(),
         "metadata": metadata or {},
     }
-    memory, created = memory_create(MemoryInput.from_fields(fields, owner=owner))
+    memory, created = memory_create(MemoryInput.from_fields(fields, owner=owner, source="mcp"))
     message = "Memory created successfully" if created else "Memory updated (same key)"
     return {"success": True, "data": {"memory": memory_json(memory), "created": created, "message": message}}
 

@@ -11,6 +11,11 @@ way whatever the store:
 - ``semantic``: its vector ranking; keyword when it has no vectors or no embedding source is live.
 - ``keyword``: its keyword ranking; vector when it has no full-text search.
 - ``exact`` or a query without words: the newest records.
+- ``composite``: what ``hybrid`` ranks (or its fallback), re-ordered by
+  :mod:`memory.retrieval.composite` (relevance, recency, importance) as the native engine does.
+
+``as_of`` (a past moment) leaves out the records created after it, and composite's recency counts
+from it; the rankings read ``AS_OF_DEPTH`` deep so that the cut leaves them their usual depth.
 
 The query is embedded by this service's embedding source (the one the native store uses), so a
 provider's vectors must come from that source: writes through :mod:`memory.store` store each memory
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
@@ -32,14 +37,24 @@ from memory.backends.manager import FallbackEvent, MemoryManager
 from memory.backends.native import to_memory
 from memory.conf import MemorySettings, get_memory_settings
 from memory.embeddings.runtime import get_source
+from memory.retrieval import composite
 from memory.retrieval.budget import estimate_tokens, walk_budget
-from memory.retrieval.engine import RRF_K, Hit, RetrievalResult
+from memory.retrieval.engine import AS_OF_DEPTH, RRF_K, Hit, RetrievalResult
 from memory.retrieval.fusion import rrf
 from memory.retrieval.relevance import query_terms
 
 # Candidates each ranking reads before fusion (as the native engine's VEC_TOP_K floor).
 CANDIDATES = 20
 _TIERS = {"keyword": "fts5", "vector": "vector", "hybrid": "hybrid-rrf"}
+# The relevance the ranking that ran gives its hits (by ``strategyUsed``), for composite's semantic
+# signal. A provider's own hybrid search may tag single hits "keyword" or "vector": the ranking that
+# ran, not a hit's tier, says what its scores are.
+_SEMANTIC_FROM: dict[str, composite.SemanticFrom] = {
+    "composite": "hybrid",
+    "keyword": "keyword",
+    "semantic": "vector",
+    "exact": "none",
+}
 
 
 def query_embedding(text: str, settings: MemorySettings, backend: MemoryBackend) -> tuple[Any, str | None]:
@@ -73,11 +88,16 @@ def retrieve_from(
     session_id: str | None = None,
     retention_days: int | None = None,
     settings: MemorySettings | None = None,
+    as_of: datetime | None = None,
 ) -> RetrievalResult:
     """Rank ``owner``'s records on its provider for ``query`` (see the module docstring)."""
     started = time.perf_counter()
     settings = settings or get_memory_settings()
     now = timezone.now()
+    # A moment still to come hides nothing: ranking "as of" it is ranking now.
+    cut = as_of if as_of is not None and as_of < now else None
+    scored = strategy == "composite"
+    search = "hybrid" if scored else strategy
     filters = Filters(
         session_id=session_id or None,
         created_after=now - timedelta(days=retention_days) if retention_days else None,
@@ -100,18 +120,41 @@ def retrieve_from(
     reasons: list[str] = []
     depth = max(limit, CANDIDATES)
     ranked: list[tuple[MemoryHit, str]] = []
-    if strategy != "exact" and query_terms(text):
-        ranked = _rank(manager, owner, text, strategy, depth, filters, settings, events, resolution, reasons)
+    if search != "exact" and query_terms(text):
+        ranked = _rank(
+            manager,
+            owner,
+            text,
+            search,
+            depth if cut is None else max(depth, AS_OF_DEPTH),
+            filters,
+            settings,
+            events,
+            resolution,
+            reasons,
+        )
+        if cut is not None:
+            ranked = [(h, tier) for h, tier in ranked if h.record.created_at <= cut][:depth]
     if not ranked:
-        if strategy != "exact" and text:
+        if search != "exact" and text:
             reasons.append("nothing ranked: newest memories")
-        page = manager.list(owner, filters=filters, limit=limit, events=events)
-        ranked = [(MemoryHit(r, 0.0, "keyword"), "recent") for r in page.records]
+        newest = limit if not scored and cut is None else max(limit, AS_OF_DEPTH if cut else CANDIDATES)
+        page = manager.list(owner, filters=filters, limit=newest, events=events)
+        records = [r for r in page.records if cut is None or r.created_at <= cut]
+        ranked = [(MemoryHit(r, 0.0, "keyword"), "recent") for r in records]
         resolution["strategyUsed"] = "exact"
     hits = []
     for hit, tier in ranked:
         memory = to_memory(hit.record)
         hits.append(Hit(memory=memory, score=hit.score, tier=tier, tokens=estimate_tokens(memory.content)))
+    if hits and scored:
+        hits = composite.rerank(
+            hits,
+            now=cut or now,
+            weights=settings.compositeWeights,
+            half_life_days=settings.recencyHalfLifeDays,
+            semantic_from=_SEMANTIC_FROM[resolution["strategyUsed"]],
+        )
     kept, total = walk_budget(hits, max_tokens, limit=limit, content=lambda h: h.memory.content)
     resolution["backendFallbacks"] = [event.as_dict() for event in events]
     if reasons:

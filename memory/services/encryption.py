@@ -47,6 +47,7 @@ from cryptography.exceptions import InvalidTag
 from django.apps import apps
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 
 from memory import crypto
 from memory.backends.base import MemoryBackend
@@ -59,7 +60,7 @@ from memory.backends.encrypted import (
     seal,
 )
 from memory.exceptions import DomainError
-from memory.models import Memory, Setting
+from memory.models import Contradiction, Memory, MemorySlot, Setting
 from memory.services import vectorsync
 from memory.services.indexing import index_by_seqs
 
@@ -444,8 +445,16 @@ def encrypt_native_rows(
                     key=sealed.key,
                     session_id=sealed.session_id,
                     metadata=sealed.metadata,
+                    # What the cognitive analysis read from the clear text names it too.
+                    entities=[],
+                    category="",
                 )
                 without_vector += int(row.needs_reindex)
+            seqs_done = [row.seq for row in rows]
+            MemorySlot.objects.filter(memory_id__in=seqs_done).delete()
+            Contradiction.objects.filter(Q(old_id__in=seqs_done) | Q(new_id__in=seqs_done)).update(
+                subject="", reason=""
+            )
             vectorsync.after_update([row.seq for row in rows])
         done += len(rows)
         if progress is not None:

@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from memory.exceptions import Conflict
 from memory.models import ApiKey, AuditAction, Memory
-from memory.services import audit, vectorsync
+from memory.services import audit, cognitive, vectorsync
 from memory.services.indexing import (
     Pending,
     index_inline,
@@ -40,6 +40,11 @@ from memory.signals import memory_changed
 logger = logging.getLogger("memory.services")
 
 UPDATABLE_FIELDS = ("type", "key", "content", "metadata", "expires_at", "importance")
+# Where a memory was written from, recorded in its metadata under SOURCE_FIELD at creation: extraction
+# records ``user_message`` / ``llm_response`` (memory.extraction.rules.FACT_SOURCES); the other
+# surfaces pass one of these to ``MemoryInput.from_fields``.
+SOURCE_FIELD = "source"
+WRITE_SOURCES = ("api", "mcp", "import", "studio")
 # The updatable fields whose public (API) name is not the model's.
 _MODEL_NAMES = {"expiresAt": "expires_at"}
 
@@ -68,20 +73,32 @@ class MemoryInput:
     metadata: dict[str, Any] | None = None
     expires_at: datetime | None = None
     importance: float | None = None
+    # When the memory was written or learned (an import of dated history); None: now.
+    created_at: datetime | None = None
 
     @classmethod
-    def from_fields(cls, fields: Mapping[str, Any], *, owner: ApiKey) -> MemoryInput:
+    def from_fields(
+        cls, fields: Mapping[str, Any], *, owner: ApiKey, source: str | None = None
+    ) -> MemoryInput:
         """The one mapping from a memory's validated outside fields, by their public names
         (``content``, ``key``, ``type``, ``sessionId``, ``metadata``, ``expiresAt``, ``importance``),
         to the domain's input. A field that is absent, null or blank takes the default; other keys
-        (``apiKeyId``: the caller resolves the ``owner``) are ignored."""
+        (``apiKeyId``: the caller resolves the ``owner``) are ignored.
+
+        ``source`` is the surface that writes (one of :data:`WRITE_SOURCES`), recorded as
+        ``metadata["source"]`` as extraction records ``user_message`` or ``llm_response``, so a list
+        can say where a memory came from. A source the caller's metadata already names is kept (an
+        export imported again keeps the source it was learned from)."""
+        metadata = dict(fields.get("metadata") or {})
+        if source is not None:
+            metadata.setdefault(SOURCE_FIELD, source)
         return cls(
             owner=owner,
             content=fields["content"],
             key=fields.get("key") or None,
             type=fields.get("type") or "factual",
             session_id=fields.get("sessionId") or "",
-            metadata=fields.get("metadata") or {},
+            metadata=metadata,
             expires_at=fields.get("expiresAt"),
             importance=fields.get("importance"),
         )
@@ -127,10 +144,17 @@ def notify_bulk_change(owners: Iterable[uuid.UUID]) -> None:
     transaction.on_commit(send)
 
 
-def _apply_upsert(existing: Memory, item: MemoryInput, now: datetime) -> None:
+def _reading(item: MemoryInput) -> cognitive.Reading:
+    return cognitive.read_memory(
+        item.content, type=item.type, key=item.key or None, source=cognitive.source_of(item.metadata)
+    )
+
+
+def _apply_upsert(existing: Memory, item: MemoryInput, now: datetime) -> cognitive.Reading | None:
     """Overlay ``item`` on ``existing`` with the original's upsert rules:
     content, session, type and expiry replaced; metadata merged shallowly;
-    id, created_at and access counters kept."""
+    id, created_at and access counters kept. Returns the new content's analysis (applied), or None
+    when the content did not change."""
     content_changed = existing.content != item.content
     existing.content = item.content
     existing.session_id = item.session_id
@@ -140,11 +164,16 @@ def _apply_upsert(existing: Memory, item: MemoryInput, now: datetime) -> None:
     if item.importance is not None:
         existing.importance = item.importance
     existing.updated_at = now
-    if content_changed:
-        existing.needs_reindex = True
+    if not content_changed:
+        return None
+    existing.needs_reindex = True
+    reading = _reading(item)
+    cognitive.apply_reading(existing, reading, importance_given=item.importance is not None)
+    return reading
 
 
-def _new_memory(item: MemoryInput, now: datetime) -> Memory:
+def _new_memory(item: MemoryInput, now: datetime, reading: cognitive.Reading) -> Memory:
+    stamp = item.created_at or now
     return Memory(
         owner=item.owner,
         content=item.content,
@@ -153,11 +182,23 @@ def _new_memory(item: MemoryInput, now: datetime) -> Memory:
         session_id=item.session_id or "",
         metadata=dict(item.metadata or {}),
         expires_at=item.expires_at,
-        importance=0.5 if item.importance is None else item.importance,
-        created_at=now,
-        updated_at=now,
+        importance=reading.importance if item.importance is None else item.importance,
+        category=reading.category,
+        entities=reading.entities,
+        created_at=stamp,
+        updated_at=stamp,
         needs_reindex=True,
     )
+
+
+def _upsert(existing: Memory, item: MemoryInput, now: datetime) -> tuple[Memory, bool]:
+    reading = _apply_upsert(existing, item, now)
+    existing.save()
+    if reading is not None:
+        cognitive.reconcile([(existing, reading)], edited=True)
+    _after_write([existing])
+    notify_change("updated", [existing])
+    return existing, False
 
 
 @transaction.atomic
@@ -168,30 +209,27 @@ def memory_create(item: MemoryInput) -> tuple[Memory, bool]:
     ``(owner, key)`` is what guarantees one row per key: if a concurrent
     writer inserts the same key first, the insert fails inside a savepoint
     and the existing row is updated instead.
+
+    The content is analysed (importance unless ``item`` gives one, category, entities) and checked
+    against the owner's current memories in the same transaction (:mod:`memory.services.cognitive`):
+    an older value it supersedes stops being current, a conflict it cannot settle is recorded open.
     """
     now = timezone.now()
     key = item.key or None
     if key is not None:
         existing = Memory.objects.filter(owner=item.owner, key=key).first()
         if existing is not None:
-            _apply_upsert(existing, item, now)
-            existing.save()
-            _after_write([existing])
-            notify_change("updated", [existing])
-            return existing, False
-    memory = _new_memory(item, now)
+            return _upsert(existing, item, now)
+    reading = _reading(item)
+    memory = _new_memory(item, now, reading)
     try:
         with transaction.atomic():
             memory.save(force_insert=True)
     except IntegrityError:
         if key is None:
             raise
-        existing = Memory.objects.get(owner=item.owner, key=key)
-        _apply_upsert(existing, item, now)
-        existing.save()
-        _after_write([existing])
-        notify_change("updated", [existing])
-        return existing, False
+        return _upsert(Memory.objects.get(owner=item.owner, key=key), item, now)
+    cognitive.reconcile([(memory, reading)])
     if link_turns([memory.seq]):
         memory.context, memory.context_seq = (
             Memory.objects.filter(seq=memory.seq).values_list("context", "context_seq").get()
@@ -218,8 +256,14 @@ def memory_update(memory: Memory, **changes: Any) -> Memory:
     for name, value in changes.items():
         setattr(memory, name, value)
     memory.updated_at = timezone.now()
+    reading = None
     if reindex:
         memory.needs_reindex = True
+        # A new content (or key) states new slots: analysed and checked again, as on create.
+        reading = cognitive.read_memory(
+            memory.content, type=memory.type, key=memory.key, source=cognitive.source_of(memory.metadata)
+        )
+        cognitive.apply_reading(memory, reading, importance_given="importance" in changes)
     try:
         with transaction.atomic():
             memory.save()
@@ -227,6 +271,8 @@ def memory_update(memory: Memory, **changes: Any) -> Memory:
         raise Conflict(
             f"another memory of this API key already uses key {memory.key!r}", field="key"
         ) from None
+    if reading is not None:
+        cognitive.reconcile([(memory, reading)], edited=True)
     _after_write([memory])
     notify_change("updated", [memory])
     return memory
@@ -278,7 +324,7 @@ def merge_batch(items: list[MemoryInput]) -> tuple[list[Slot], dict[Slot, Memory
     return slots, merged
 
 
-def _insert_rows(rows: list[tuple[uuid.UUID, MemoryInput]], now: datetime) -> int:
+def _insert_rows(rows: list[tuple[uuid.UUID, MemoryInput, cognitive.Reading]], now: datetime) -> int:
     """INSERT new memories with one ``executemany``, without model instances;
     returns the highest ``seq`` before them (the new rows are those above it).
 
@@ -312,9 +358,14 @@ def _insert_rows(rows: list[tuple[uuid.UUID, MemoryInput]], now: datetime) -> in
         "access_count",
         "last_accessed_at",
         "importance",
+        "category",
+        "entities",
     ]
     params = []
-    for memory_uuid, item in rows:
+    for memory_uuid, item, reading in rows:
+        stamped = (
+            field("created_at").get_db_prep_save(item.created_at, connection) if item.created_at else stamp
+        )
         params.append(
             (
                 as_db_uuid(memory_uuid),
@@ -324,15 +375,17 @@ def _insert_rows(rows: list[tuple[uuid.UUID, MemoryInput]], now: datetime) -> in
                 item.key or None,
                 item.content,
                 json.dumps(item.metadata or {}),
-                stamp,
-                stamp,
+                stamped,
+                stamped,
                 field("expires_at").get_db_prep_save(item.expires_at, connection)
                 if item.expires_at
                 else None,
                 True,
                 0,
                 None,
-                0.5 if item.importance is None else item.importance,
+                reading.importance if item.importance is None else item.importance,
+                reading.category,
+                json.dumps(reading.entities),
             )
         )
     quote = connection.ops.quote_name
@@ -448,17 +501,20 @@ def _bulk_chunk(
         for found in Memory.objects.filter(owner_id=owner_id, key__in=keys):
             if found.key is not None:  # always: it matched a key
                 existing[(owner_id, found.key)] = found
-    to_insert: list[tuple[uuid.UUID, MemoryInput]] = []
+    to_insert: list[tuple[uuid.UUID, MemoryInput, cognitive.Reading]] = []
     to_update: list[Memory] = []
+    edited: list[tuple[Memory, cognitive.Reading]] = []
     chunk_ids: dict[Slot, uuid.UUID] = {}
     for slot, item in chunk:
         row = existing.get(slot)
         if row is None:
             new_uuid = uuid.uuid4()
-            to_insert.append((new_uuid, item))
+            to_insert.append((new_uuid, item, _reading(item)))
             chunk_ids[slot] = new_uuid
         else:
-            _apply_upsert(row, item, now)
+            reading = _apply_upsert(row, item, now)
+            if reading is not None:
+                edited.append((row, reading))
             to_update.append(row)
             chunk_ids[slot] = row.uuid
     floor = _insert_rows(to_insert, now)
@@ -467,6 +523,25 @@ def _bulk_chunk(
     if ctx is not None:
         new_rows = Memory.objects.filter(seq__gt=floor).values_list("seq", "owner_id", "content")
         inline = index_inline([Pending(*row) for row in new_rows], ctx, new_rows_above=floor)
+    if to_insert:
+        # The rows above ``floor`` are this chunk's, in insert order (the write lock, fts_deferred).
+        seqs = Memory.objects.filter(seq__gt=floor).order_by("seq").values_list("seq", flat=True)
+        cognitive.reconcile(
+            [
+                (
+                    Memory(
+                        seq=seq,
+                        owner_id=item.owner.pk,
+                        content=item.content,
+                        key=item.key or None,
+                        type=item.type,
+                        created_at=item.created_at or now,
+                    ),
+                    reading,
+                )
+                for seq, (_uuid, item, reading) in zip(seqs, to_insert, strict=True)
+            ]
+        )
     if to_update:
         Memory.objects.bulk_update(
             to_update,
@@ -477,14 +552,17 @@ def _bulk_chunk(
                 "expires_at",
                 "metadata",
                 "importance",
+                "category",
+                "entities",
                 "updated_at",
                 "needs_reindex",
             ],
         )
+        cognitive.reconcile(edited, edited=True)
     notify_change("updated", to_update)
     # Known once the chunk is written: a chunk that fails leaves neither ids nor owners behind.
     result.update(chunk_ids)
-    owners.update({item.owner.pk for _, item in to_insert} | {m.owner_id for m in to_update})
+    owners.update({item.owner.pk for _, item, _ in to_insert} | {m.owner_id for m in to_update})
     return _Chunk(
         created=len(to_insert),
         updated=len(to_update),

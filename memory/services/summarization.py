@@ -5,8 +5,8 @@ Two behaviours, always for one owner at a time:
 * :func:`summarize_to_budget` keeps the newest memories that fit a token
   budget and condenses every other one, in place, to its first three
   sentences;
-* :func:`summarize_older_than` replaces the memories older than N days by a
-  single ``semantic`` summary memory that lists them (their ids are kept in
+* :func:`summarize_older_than` replaces the memories older than N days (or N
+  hours, or everything up to now) by a single ``semantic`` summary memory that lists them (their ids are kept in
   its metadata) and deletes them, in one transaction.
 
 Nothing here ever merges two owners: with no owner given, callers use
@@ -181,6 +181,7 @@ class OlderThanResult:
 
     owner: ApiKey
     older_than_days: int
+    older_than_hours: int = 0
     candidates: list[Memory] = field(default_factory=list)
     total_tokens: int = 0
     deleted_count: int = 0
@@ -191,9 +192,33 @@ class OlderThanResult:
     def summary_id(self) -> str | None:
         return str(self.summary.uuid) if self.summary is not None else None
 
+    @property
+    def age(self) -> str:
+        """The age the candidates exceed, as the summary's header and the command's lines word it."""
+        return age_text(self.older_than_days, self.older_than_hours)
 
-def summary_text(candidates: list[Memory], days: int) -> str:
-    header = f"Summary of {len(candidates)} memories older than {days} days:"
+    def cutoff(self, now: datetime) -> datetime:
+        """The instant before which a memory is a candidate: ``now`` when both ages are zero."""
+        return now - timedelta(days=self.older_than_days, hours=self.older_than_hours)
+
+    def age_details(self) -> dict[str, int]:
+        """The age for the summary's metadata and the audit event; hours only when they were given, so
+        a run by days reads as it always has."""
+        details = {"olderThanDays": self.older_than_days}
+        if self.older_than_hours:
+            details["olderThanHours"] = self.older_than_hours
+        return details
+
+
+def age_text(days: int, hours: int = 0) -> str:
+    """``"30 days"``, ``"6 hours"`` or ``"1 days 6 hours"``: the unit stays plural, as it always read."""
+    if not hours:
+        return f"{days} days"
+    return f"{hours} hours" if not days else f"{days} days {hours} hours"
+
+
+def summary_text(candidates: list[Memory], age: str) -> str:
+    header = f"Summary of {len(candidates)} memories older than {age}:"
     lines = [
         f"[{m.type}] {m.key}: {generate_summary(m.content)}"
         if m.key
@@ -207,11 +232,16 @@ def summarize_older_than(
     *,
     owner: ApiKey,
     days: int,
+    hours: int = 0,
     dry_run: bool = False,
     now: datetime | None = None,
     actor: audit.Actor = audit.SYSTEM,
 ) -> OlderThanResult:
-    """Replace ``owner``'s memories created more than ``days`` days ago by one summary memory.
+    """Replace ``owner``'s memories created more than ``days`` days and ``hours`` hours ago by one
+    summary memory.
+
+    ``hours`` lets an operator try compaction on fresh data; with both at zero the cutoff is ``now``,
+    so every memory but earlier summaries is a candidate (the command asks for a confirmation first).
 
     Candidates are the owner's live memories older than the cutoff, oldest
     first, except earlier summaries. Unless ``dry_run`` (or there is nothing to
@@ -228,7 +258,7 @@ def summarize_older_than(
     without a transaction (see the module docstring).
     """
     now = now or timezone.now()
-    result = OlderThanResult(owner=owner, older_than_days=days, dry_run=dry_run)
+    result = OlderThanResult(owner=owner, older_than_days=days, older_than_hours=hours, dry_run=dry_run)
     manager = manager_for(owner)
     if manager is not None:
         with _PROVIDER_COMPACTION:
@@ -238,7 +268,7 @@ def summarize_older_than(
     else:
         with transaction.atomic():
             qs = live_memories(now=now).filter(owner=owner).exclude(metadata__has_key=SUMMARY_IDS_KEY)
-            qs = older_than(qs, now - timedelta(days=days)).order_by("created_at", "seq")
+            qs = older_than(qs, result.cutoff(now)).order_by("created_at", "seq")
             result.candidates = list(qs.select_for_update())
             result.total_tokens = sum(estimate_tokens(m.content) for m in result.candidates)
             if dry_run or not result.candidates:
@@ -248,11 +278,11 @@ def summarize_older_than(
             _audit_summary(result, actor)
     if result.summary is not None:
         logger.info(
-            "summarised %s memories (%s tokens) of %s older than %s days into %s",
+            "summarised %s memories (%s tokens) of %s older than %s into %s",
             result.deleted_count,
             result.total_tokens,
             owner.pk,
-            days,
+            result.age,
             result.summary_id,
         )
     return result
@@ -261,7 +291,7 @@ def summarize_older_than(
 def _summarize_on_provider(manager: MemoryManager, result: OlderThanResult, now: datetime) -> None:
     """:func:`summarize_older_than`'s selection, summary and deletions on the owner's provider."""
     owner = result.owner
-    cutoff = now - timedelta(days=result.older_than_days)
+    cutoff = result.cutoff(now)
     records = [
         r
         for r in store.all_records(manager, owner.pk)
@@ -284,10 +314,10 @@ def _write_summary(result: OlderThanResult, now: datetime) -> Memory:
             type=MemoryType.SEMANTIC,
             # A random suffix: the key must never upsert over an earlier summary.
             key=f"summary_{iso(now)}_{uuid.uuid4().hex[:8]}",
-            content=summary_text(result.candidates, result.older_than_days),
+            content=summary_text(result.candidates, result.age),
             metadata={
                 "summarizedCount": len(result.candidates),
-                "olderThanDays": result.older_than_days,
+                **result.age_details(),
                 "generatedAt": iso(now),
                 "totalTokens": result.total_tokens,
                 SUMMARY_IDS_KEY: [str(m.uuid) for m in result.candidates],
@@ -303,7 +333,7 @@ def _audit_summary(result: OlderThanResult, actor: audit.Actor) -> None:
         action=AuditAction.MEMORY_SUMMARIZE,
         owner_id=result.owner.pk,
         count=result.deleted_count,
-        details={"olderThanDays": result.older_than_days, "summaryId": result.summary_id},
+        details={**result.age_details(), "summaryId": result.summary_id},
     )
 
 

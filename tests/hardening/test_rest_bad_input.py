@@ -156,7 +156,7 @@ def test_a_surrogate_pair_as_json_escapes_it_is_an_emoji_and_is_stored(api, alic
     response = api.post("/api/memory", raw=raw)
     assert response.status_code == 201, response.content
     assert response.json()["memory"]["content"] == "likes 🍵"
-    assert response.json()["memory"]["metadata"] == {"🍵": "🍵"}
+    assert response.json()["memory"]["metadata"] == {"🍵": "🍵", "source": "api"}
 
 
 def test_metadata_nested_past_the_limit_is_a_400_naming_the_field(api, alice):

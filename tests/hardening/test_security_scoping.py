@@ -24,9 +24,11 @@ from rest_framework.test import APIClient
 
 from memory.exceptions import NotFound
 from memory.mcp import tools
-from memory.models import ApiKey, ManagementToken, Memory, MemoryProvider
+from memory.models import ApiKey, Contradiction, ManagementToken, Memory, MemoryProvider
+from memory.retrieval.engine import Hit
 from memory.services.audit import SYSTEM as SYSTEM_ACTOR
 from memory.services.auth import authenticate_token
+from memory.services.ledger import ledger_draft, write_entries
 from memory.services.memories import MemoryInput, memory_bulk_create
 from memory.services.providers import provider_save
 from tests.factories import make_memory
@@ -289,6 +291,88 @@ def _key_refused(method: str, detail: bool) -> Case:
     return case
 
 
+def _key_rotate_refused(world: World) -> None:
+    """A bound token rotates no key, not even its own: the secrets stay as they were."""
+    before = dict(ApiKey.objects.values_list("pk", "key_hash"))
+    for key in (world.bob, world.alice):
+        response = _send(world, "POST", f"/api/keys/{key.pk}/rotate", None)
+        assert response.status_code == 403, response.content
+        assert "API keys are credentials" in response.json()["error"]["message"]
+        assert_no_leak(world, response.content, sent=(str(world.bob.pk),))
+    assert dict(ApiKey.objects.values_list("pk", "key_hash")) == before
+
+
+def _injection_of(owner: ApiKey, memory: Memory) -> str:
+    """A ledger entry of ``owner``'s that injected ``memory`` (its text is the system message)."""
+    draft = ledger_draft(
+        api_key_id=owner.pk,
+        session_id="s",
+        model="stub-large",
+        hits=[Hit(memory=memory, score=1.0, tier="recent", tokens=4)],
+        resolution={"strategyUsed": "exact"},
+        latency_ms=1.0,
+        system_message=f"Memory context: {memory.content}",
+    )
+    assert draft is not None
+    write_entries([draft])
+    return str(draft.id)
+
+
+def _injection_list(world: World) -> None:
+    mine = _injection_of(world.alice, Memory.objects.filter(owner=world.alice).first())
+    _injection_of(world.bob, world.bob_memory)
+    response = world.api.get("/api/memory/injections")
+    assert response.status_code == 200, response.content
+    assert [e["id"] for e in response.json()["data"]] == [mine]
+    assert_no_leak(world, response.content)
+    by_memory = world.api.get("/api/memory/injections", {"memoryId": str(world.bob_memory.uuid)})
+    assert by_memory.status_code == 200 and by_memory.json()["data"] == []
+    assert_no_leak(world, by_memory.content, sent=(str(world.bob_memory.uuid),))
+    refused = world.api.get("/api/memory/injections", {"apiKeyId": str(world.bob.pk)})
+    assert refused.status_code == 403
+    assert_no_leak(world, refused.content, sent=(str(world.bob.pk),))
+
+
+def _contradiction_of(owner: ApiKey) -> str:
+    """An open contradiction of ``owner``'s: a hedged move after a residence."""
+    make_memory(owner, "I live in Leeds", created_at=timezone.now() - timedelta(days=2))
+    make_memory(owner, "I might move to Rome")
+    return str(Contradiction.objects.filter(owner=owner, status="open").latest("created_at").id)
+
+
+def _contradiction_list(world: World) -> None:
+    mine = _contradiction_of(world.alice)
+    _contradiction_of(world.bob)
+    response = world.api.get("/api/memory/contradictions")
+    assert response.status_code == 200, response.content
+    assert [c["id"] for c in response.json()["data"]] == [mine]
+    assert_no_leak(world, response.content)
+    refused = world.api.get("/api/memory/contradictions", {"apiKeyId": str(world.bob.pk)})
+    assert refused.status_code == 403
+    assert_no_leak(world, refused.content, sent=(str(world.bob.pk),))
+
+
+def _contradiction_resolve(world: World) -> None:
+    theirs = _contradiction_of(world.bob)
+    response = world.api.post(
+        f"/api/memory/contradictions/{theirs}/resolve", {"resolution": "keep_old"}, format="json"
+    )
+    assert response.status_code == 404
+    assert_no_leak(world, response.content, sent=(theirs,))
+    assert Contradiction.objects.get(pk=theirs).status == "open"
+
+
+def _injection_detail(world: World) -> None:
+    mine = _injection_of(world.alice, Memory.objects.filter(owner=world.alice).first())
+    theirs = _injection_of(world.bob, world.bob_memory)
+    response = world.api.get(f"/api/memory/injections/{theirs}")
+    assert response.status_code == 404
+    assert_no_leak(world, response.content, sent=(theirs,))
+    own = world.api.get(f"/api/memory/injections/{mine}")
+    assert own.status_code == 200 and own.json()["systemMessage"].startswith("Memory context: Alice")
+    assert_no_leak(world, own.content)
+
+
 def _provider_case(method: str, path: str, status: int, body: Any = None) -> Case:
     """A provider no key of alice's uses is invisible (404) to her token, and no write reaches it (403)."""
 
@@ -339,6 +423,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("key-detail", "GET"): _key_refused("GET", detail=True),
     ("key-detail", "PATCH"): _key_refused("PATCH", detail=True),
     ("key-detail", "DELETE"): _key_refused("DELETE", detail=True),
+    ("key-rotate", "POST"): _key_rotate_refused,
     ("memory-providers", "GET"): _provider_case("GET", "/api/memory/providers", 200),
     ("memory-providers", "POST"): _provider_case(
         "POST", "/api/memory/providers", 403, {"name": "new", "type": "inmemory"}
@@ -349,6 +434,10 @@ CASES: dict[tuple[str, str], Case] = {
     ),
     ("memory-provider", "DELETE"): _provider_case("DELETE", "/api/memory/providers/unused", 403),
     ("memory-provider-test", "POST"): _provider_case("POST", "/api/memory/providers/unused/test", 404),
+    ("injection-list", "GET"): _injection_list,
+    ("injection-detail", "GET"): _injection_detail,
+    ("contradiction-list", "GET"): _contradiction_list,
+    ("contradiction-resolve", "POST"): _contradiction_resolve,
     ("healthz", "GET"): _healthz,
     ("mcp", "POST"): _mcp_fallback,
 }
@@ -380,8 +469,9 @@ def _methods(callback: Any) -> list[str]:
 
 def _memory_routes() -> list[tuple[str, str]]:
     """(name, method) of every route of the API and the top level: all but the admin, the Studio, the
-    schema documents and the gateway (whose keys own one owner each and are tested in tests/gateway)."""
-    left_out = ("admin/", "dashboard/", "api/schema/", "api/docs/", "v1/")
+    schema documents, the favicon's redirect and the gateway (whose keys own one owner each and are
+    tested in tests/gateway)."""
+    left_out = ("admin/", "dashboard/", "api/schema/", "api/docs/", "v1/", "favicon.ico")
     routes = []
     for route, name, callback in _walk(get_resolver().url_patterns):
         if route.startswith(left_out):

@@ -127,7 +127,7 @@ def test_http_add_search_clear_with_a_bound_token(mcp_url):
     memory = added["data"]["memory"]
     assert added["success"] is True and added["data"]["message"] == "Memory created successfully"
     assert memory["apiKeyId"] == str(alice.pk) and memory["type"] == "long_term" and memory["sessionId"] == ""
-    assert memory["metadata"] == {}
+    assert memory["metadata"] == {"source": "mcp"}  # where it was written from
     assert found["data"]["strategy"] == "exact" and found["data"]["count"] == 1
     assert found["data"]["memories"][0]["key"] == "pref:editor" and found["data"]["totalTokens"] == 7
     assert dry["data"]["dryRun"] is True and dry["data"]["deletedCount"] == 0
@@ -289,7 +289,10 @@ def test_stdio_serves_the_tools_to_a_bound_token(instance):
     names, added, updated, found, other, dry, cleared, ambiguous = asyncio.run(scenario())
     assert tuple(names) == TOOL_NAMES
     assert added["data"]["memory"]["apiKeyId"] == alice and added["data"]["created"] is True
-    assert updated["data"]["created"] is False and updated["data"]["memory"]["metadata"] == {"v": 2}
+    assert updated["data"]["created"] is False and updated["data"]["memory"]["metadata"] == {
+        "v": 2,
+        "source": "mcp",
+    }
     assert found["data"]["count"] == 1 and found["data"]["memories"][0]["content"] == "Deploy with make ship"
     assert f"API key {bob} not found" in other
     assert dry["data"]["matched"] == 1 and dry["data"]["deletedCount"] == 0

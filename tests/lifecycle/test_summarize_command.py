@@ -75,9 +75,9 @@ def test_budget_tokens_with_older_than_days_does_both(alice):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--older-than-days", "0"], "must be between 1 and 365"),
-        (["--older-than-days", "366"], "must be between 1 and 365"),
-        (["--older-than-days", "soon"], "must be between 1 and 365"),
+        (["--older-than-days", "-1"], "must be between 0 and 365"),
+        (["--older-than-days", "366"], "must be between 0 and 365"),
+        (["--older-than-days", "soon"], "must be between 0 and 365"),
         (["--budget-tokens", "-1"], r"must be between 0 and 1000000000 \(a whole number\)"),
         (["--api-key", "nope"], "is not an API key id"),
         (["--api-key", "00000000-0000-0000-0000-0000000000ff"], "no such API key"),
@@ -104,8 +104,8 @@ def test_a_failing_owner_makes_it_exit_non_zero_after_the_others(alice, bob):
 
 
 def test_the_process_exits_non_zero_on_bad_arguments(instance):
-    result = instance.manage("summarize_memories", "--older-than-days", "0", check=False)
-    assert result.returncode != 0 and "must be between 1 and 365" in result.stderr
+    result = instance.manage("summarize_memories", "--older-than-days", "366", check=False)
+    assert result.returncode != 0 and "must be between 0 and 365" in result.stderr
 
 
 SEED = """

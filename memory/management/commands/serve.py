@@ -22,6 +22,37 @@ from omniroute.datadir import tighten_install
 
 logger = logging.getLogger("memory.serve")
 
+# Where ``serve`` listens unless told otherwise; ``bootstrap`` takes the same options, so the address it
+# prints is the one the server is started on (``make run`` passes its HOST and PORT to both).
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+# Addresses that mean "every interface": nothing can be opened at them, so the loopback is printed.
+_WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
+
+
+def add_address_arguments(parser: CommandParser) -> None:
+    """The ``--host`` and ``--port`` options of ``serve`` and ``bootstrap``, one definition for both."""
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})")
+    parser.add_argument(
+        "--port",
+        type=int_option(1, 65535),
+        default=DEFAULT_PORT,
+        help=f"port to listen on (1..65535, default {DEFAULT_PORT})",
+    )
+
+
+def base_url(host: str, port: int) -> str:
+    """The address a browser on this machine opens for a server bound to ``host:port``.
+
+    A wildcard bind (``0.0.0.0``, ``::``) is printed as the loopback, and an IPv6 literal gets the
+    brackets a URL needs; a host name or a plain address is printed as given.
+    """
+    host = _WILDCARDS.get(host, host)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
 
 class _InProcessConsumer:
     """Huey's consumer without its signal handlers (the server owns the signals)."""
@@ -45,8 +76,7 @@ class Command(BaseCommand):
     help = "Serve HTTP + websockets (uvicorn) with the background-task workers in the same process."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--host", default="127.0.0.1")
-        parser.add_argument("--port", type=int_option(1, 65535), default=8000)
+        add_address_arguments(parser)
         parser.add_argument(
             "--workers",
             type=int_option(1, MAX_THREADS),
@@ -67,9 +97,8 @@ class Command(BaseCommand):
                 consumer = _InProcessConsumer(workers)
                 consumer.start()
                 self.stdout.write(f"Background tasks: {workers} worker thread(s) in this process.")
-        self.stdout.write(
-            f"Serving on http://{host}:{port}/  (Studio: /dashboard/memory, API docs: /api/docs/)"
-        )
+        url = base_url(host, port)
+        self.stdout.write(f"Serving on {url}/  (Studio: {url}/dashboard/memory, API docs: {url}/api/docs/)")
         try:
             uvicorn.run(
                 "omniroute.asgi:application",

@@ -29,7 +29,7 @@ def test_post_returns_the_id_and_the_memory(admin_api, alice):
     assert body["success"] is True and body["created"] is True
     assert body["id"] == body["memory"]["id"]
     assert body["memory"]["apiKeyId"] == str(alice.pk)
-    assert body["memory"]["metadata"] == {"a": 1}
+    assert body["memory"]["metadata"] == {"a": 1, "source": "api"}  # the surface that wrote it
 
 
 def test_post_with_an_existing_key_upserts(admin_api, alice):

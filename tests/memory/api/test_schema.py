@@ -11,8 +11,10 @@ from django.utils import timezone
 from drf_spectacular.drainage import GENERATOR_STATS
 
 from memory.api.responses import MemorySerializer, QdrantPointPayloadSerializer, QdrantSearchHitSerializer
-from memory.api.views_retrieval import PreviewHitSerializer
+from memory.api.views_retrieval import HitSignalsSerializer, PreviewHitSerializer
+from memory.retrieval.composite import Signals, SignalsDict
 from memory.retrieval.engine import Hit
+from memory.services.ledger import ledger_draft, ledger_mark_extraction, write_entries
 from memory.shapes import HitDict, MemoryDict, MemoryRefDict, hit_json, memory_json, qdrant_result_json
 from tests.factories import make_memory
 
@@ -113,6 +115,9 @@ def test_the_preview_and_qdrant_serializers_document_the_shapes_cut_from_it(alic
     memory = make_memory(alice, "I prefer tea", key="pref:drink")
     hit = hit_json(Hit(memory=memory, score=0.5, tier="hybrid-rrf", tokens=4))
     assert set(PreviewHitSerializer().fields) == set(hit) == HitDict.__required_keys__
+    signals = Signals(semantic=1.0, recency=0.5, importance=0.5, semantic_from="hybrid")
+    scored = hit_json(Hit(memory=memory, score=0.75, tier="hybrid", tokens=4, signals=signals))
+    assert set(HitSignalsSerializer().fields) == set(scored["signals"] or {}) == SignalsDict.__required_keys__
     shown = memory_json(memory)
     assert all(hit[name] == shown[name] for name in MemoryRefDict.__required_keys__)
     result = qdrant_result_json(memory, 0.5)
@@ -182,6 +187,8 @@ def test_the_answers_match_the_schema(schema, admin_api, anon_api, alice):
     check("put", "/api/memory/{memory_id}", one, body={"metadata": {"source": "test"}})
     check("post", "/api/memory/bulk", body={"memories": [{"apiKeyId": owner, "content": "tea"}]})
     check("post", "/api/memory/retrieve-preview", body={"query": "editor", "apiKeyId": owner})
+    composite = {"query": "editor", "apiKeyId": owner, "strategy": "composite", "asOf": "2099-01-01"}
+    assert check("post", "/api/memory/retrieve-preview", body=composite)["memories"][0]["signals"]
     check("post", "/api/memory/summarize", body={"olderThanDays": 30, "dryRun": True})
     check("get", "/api/memory/health")
     check("get", "/api/memory/engine-status")
@@ -206,13 +213,39 @@ def test_the_answers_match_the_schema(schema, admin_api, anon_api, alice):
     key = check("post", "/api/keys", body={"name": "crew", "provider": "ram"}, status=201)
     check("post", "/api/memory", body={"apiKeyId": key["id"], "content": "on a provider"}, status=201)
     check("post", "/api/memory/retrieve-preview", body={"query": "provider", "apiKeyId": key["id"]})
+    on_provider = {"query": "provider", "apiKeyId": key["id"], "strategy": "composite"}
+    assert check("post", "/api/memory/retrieve-preview", body=on_provider)["memories"][0]["signals"]
     check("get", "/api/memory/engine-status")
     check("get", "/api/keys")
     check("get", "/api/keys/{key_id}", f"/api/keys/{key['id']}")
     check("patch", "/api/keys/{key_id}", f"/api/keys/{key['id']}", body={"name": "crew-2"})
+    check("post", "/api/keys/{key_id}/rotate", f"/api/keys/{key['id']}/rotate", body={})
     check("delete", "/api/keys/{key_id}", f"/api/keys/{key['id']}")
     check("delete", providers + "/{name}", f"{providers}/ram")
     check("get", "/api/audit", path="/api/audit?action=memory.delete")
+    noted = make_memory(alice, "A note the gateway injected")
+    draft = ledger_draft(
+        api_key_id=alice.pk,
+        session_id="s",
+        model="stub-large",
+        hits=[Hit(memory=noted, score=0.5, tier="hybrid-rrf", tokens=6, vec_score=0.4)],
+        resolution={"strategyUsed": "hybrid"},
+        latency_ms=2.5,
+        system_message="Memory context: A note the gateway injected",
+    )
+    write_entries([draft])
+    ledger_mark_extraction(draft.id, learned=[str(noted.uuid)])
+    check("get", "/api/memory/injections", path=f"/api/memory/injections?apiKeyId={owner}")
+    injection = f"/api/memory/injections/{draft.id}"
+    check("get", "/api/memory/injections/{injection_id}", injection)
+    check("post", "/api/memory", body={"apiKeyId": owner, "content": "I live in Leeds"}, status=201)
+    check("post", "/api/memory", body={"apiKeyId": owner, "content": "I might move to Lyon"}, status=201)
+    found = check("get", "/api/memory/contradictions", path=f"/api/memory/contradictions?apiKeyId={owner}")
+    resolve = f"/api/memory/contradictions/{found['data'][0]['id']}/resolve"
+    check(
+        "post", "/api/memory/contradictions/{contradiction_id}/resolve", resolve, body={"resolution": "merge"}
+    )
+    check("get", "/api/memory", path=f"/api/memory?apiKeyId={owner}&includeSuperseded=true&entity=lyon")
     check("post", "/api/memory", body={"apiKeyId": owner, "content": " "}, status=400)
     Checked(schema, anon_api)("get", "/api/memory", status=401)
     documented = {name for name, _ in operations(schema)} - {"PATCH /api/memory/{memory_id}"}

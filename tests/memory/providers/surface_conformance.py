@@ -233,7 +233,8 @@ class SurfaceConformance:
         second = r.json()
         assert second["created"] is False and second["id"] == first["id"]
         assert second["memory"]["content"] == "Prefers light mode in the editor"
-        assert second["memory"]["metadata"] == {"source": "test", "tone": "calm"}
+        # Merged shallowly; the upsert records the surface that wrote it (README: metadata.source).
+        assert second["memory"]["metadata"] == {"source": "api", "tone": "calm"}
 
         (record,) = target.records(alice)
         assert (str(record.id), record.content, record.key) == (
@@ -241,7 +242,7 @@ class SurfaceConformance:
             "Prefers light mode in the editor",
             "pref:theme",
         )
-        assert record.metadata == {"source": "test", "tone": "calm"}
+        assert record.metadata == {"source": "api", "tone": "calm"}
         assert target.records(target.bob) == [] and target.records(target.carol) == []
         target.assert_no_native_rows(alice, target.bob)
 
