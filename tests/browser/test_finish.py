@@ -144,11 +144,16 @@ def test_the_memory_page_at_1440_and_390(page, admin, owner):
     assert page.js_errors == []
 
 
-@pytest.mark.parametrize("name", ["providers", "keys", "settings"])
-def test_the_other_pages_fit_390(page, admin, owner, name):
+@pytest.mark.parametrize("name", ["providers", "keys", "tokens", "ledger", "settings"])
+def test_the_other_pages_fit_390_and_render_at_1440(page, admin, owner, name):
     page.set_viewport_size(PHONE)
     sign_in(page, f"/dashboard/{name}")
     page.wait_for_load_state("networkidle")
     assert_fits_390(page, f"{name} page")
     shoot(page, f"{name}-390")
+    page.set_viewport_size(DESKTOP)
+    page.reload()
+    page.wait_for_load_state("networkidle")
+    assert page.evaluate(OVERFLOW)["scrollWidth"] <= DESKTOP["width"], f"{name} page at 1440"
+    shoot(page, f"{name}-1440")
     assert page.js_errors == []
