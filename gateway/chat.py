@@ -298,6 +298,7 @@ def prepare_chat(
             resolution=routed.resolution,
             latency_ms=routed.latency_ms,
             system_message=routed.system_message,
+            query=routed.query,
         )
     return ChatPlan(
         api_key=api_key,

@@ -518,6 +518,8 @@ class InjectionEntry(models.Model):
     total_tokens = models.PositiveIntegerField(default=0)
     latency_ms = models.FloatField(default=0.0)
     system_message = EncryptedTextField(default="")
+    # The text retrieval ranked for (the user's last message), encrypted too: a replay runs it again.
+    query = EncryptedTextField(default="", blank=True)
     extraction = models.JSONField(null=True, blank=True)
     request_id = models.CharField(max_length=64, blank=True, default="")
 

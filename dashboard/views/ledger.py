@@ -8,8 +8,9 @@ link to it (a memory deleted since is shown as deleted, never brought back), wha
 afterwards, and a replay of the gateway's retrieval as of now beside what was injected then.
 
 Staff sessions are global (``memory.services.auth.principal_for_staff``): every key's entries are
-shown, and the filters narrow them. The ledger keeps ids and the system message, not the user's
-message, so the replay asks for the query (the Sandbox link carries it on).
+shown, and the filters narrow them. The replay runs the entry's own query (the text retrieval
+ranked for, kept encrypted with the entry) unless the operator types another; the Sandbox link
+carries it on.
 """
 
 from __future__ import annotations
@@ -323,7 +324,8 @@ def entry_context(request, entry: InjectionEntry) -> dict:
     deleted = deleted_memory_ids([entry])
     shown = entry_json(entry, deleted_ids=deleted, detail=True)
     injected = _injected(principal, shown)
-    replay_form = ReplayForm(request.GET if "query" in request.GET else None, auto_id="replay_%s")
+    asked = request.GET if "query" in request.GET else ({"query": entry.query} if entry.query else None)
+    replay_form = ReplayForm(asked, auto_id="replay_%s")
     query = replay_form.data.get("query", "").strip() if replay_form.is_bound else ""
     context = {
         "entry": entry,

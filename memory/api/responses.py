@@ -597,6 +597,9 @@ class InjectionSerializer(serializers.Serializer):
 
 class InjectionDetailSerializer(InjectionSerializer):
     systemMessage = serializers.CharField(help_text="The memory message exactly as it was injected.")
+    query = serializers.CharField(
+        allow_blank=True, help_text="The text retrieval ranked for: the request's last user message."
+    )
 
 
 class InjectionListResponseSerializer(serializers.Serializer):

@@ -99,6 +99,7 @@ class LedgerDraft:
     total_tokens: int
     latency_ms: float
     system_message: str
+    query: str = ""
     request_id: str = ""
     extraction: dict[str, Any] | None = None
 
@@ -115,6 +116,7 @@ class LedgerDraft:
             total_tokens=self.total_tokens,
             latency_ms=self.latency_ms,
             system_message=self.system_message,
+            query=self.query,
             extraction=self.extraction,
             request_id=self.request_id[:REQUEST_ID_MAX],
         )
@@ -161,6 +163,7 @@ def ledger_draft(
     resolution: dict[str, Any],
     latency_ms: float,
     system_message: str,
+    query: str = "",
 ) -> LedgerDraft | None:
     """The entry of a recall that injected ``hits`` as ``system_message``; None when the ledger is off
     or nothing was injected. The strategy is the one really used (``resolution["strategyUsed"]``), the
@@ -180,6 +183,7 @@ def ledger_draft(
         total_tokens=sum(int(hit.tokens) for hit in hits),
         latency_ms=round(float(latency_ms), 3),
         system_message=system_message,
+        query=query,
     )
 
 
@@ -456,6 +460,7 @@ def entry_json(entry: InjectionEntry, *, deleted_ids: set[str], detail: bool = F
     }
     if detail:
         shown["systemMessage"] = entry.system_message
+        shown["query"] = entry.query
     return shown
 
 

@@ -298,6 +298,14 @@ def test_an_unchanged_retrieval_replays_as_the_same(studio, alice, entries):
     assert "would inject the same memories in the same order" in html
 
 
+def test_the_replay_runs_the_entrys_own_query_when_none_is_typed(studio, alice, entries):
+    update_memory_settings({"enabled": True, "strategy": "recent"})
+    entry = record(alice, [ref(entries["vim"], 1), ref(entries["tea"], 2)], session="s-2", query="my editor?")
+    html = studio.get(f"{URL}/{entry}").content.decode()
+    assert 'value="my editor?"' in html
+    assert "would inject the same memories in the same order" in html
+
+
 def test_a_replay_without_a_query_is_refused(studio, entries):
     response = studio.get(f"{URL}/{entries['new']}", {"query": "  "})
     assert response.status_code == 400

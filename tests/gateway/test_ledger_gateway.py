@@ -65,6 +65,7 @@ def test_an_answer_with_memory_names_its_ledger_entry(gateway, upstream, provide
     assert entry.total_tokens == sum(m["tokens"] for m in entry.memories) > 0
     assert entry.latency_ms > 0
     assert entry.request_id == "req-stub"
+    assert entry.query == HELLO[-1]["content"]  # what retrieval ranked for, kept for a replay
 
 
 def test_a_streamed_answer_carries_the_same_header(gateway, upstream, provider, memory_on, alice):
