@@ -60,7 +60,7 @@ from memory.backends.encrypted import (
     seal,
 )
 from memory.exceptions import DomainError
-from memory.models import Contradiction, Memory, MemorySlot, Setting
+from memory.models import Contradiction, Memory, MemorySlot, PendingProviderWrite, Setting
 from memory.services import vectorsync
 from memory.services.indexing import index_by_seqs
 
@@ -332,6 +332,8 @@ def shred_owner(owner: uuid.UUID, *, backend: MemoryBackend | None = None) -> Sh
     stored in clear, go with the records, but not from backups."""
     key_ids = keyring().shred(owner)
     logger.warning("memory data keys of owner %s shredded: %s", owner, ", ".join(key_ids) or "none held")
+    # Copies kept under the master key, not the data key: writes waiting for a replay hold memory text.
+    PendingProviderWrite.objects.filter(owner=owner).delete()
     deleted = None if backend is None else backend.clear(owner)
     return Shredded(key_ids, deleted)
 

@@ -44,6 +44,7 @@ from memory.exceptions import NotFound, ValidationFailed
 from memory.models import ApiKey, InjectionEntry, Memory
 from memory.principals import Principal
 from memory.services.deferred import DeferredWriter
+from memory.services.encryption import encryption_enabled
 from memory.signals import injection_recorded
 
 if TYPE_CHECKING:
@@ -170,6 +171,10 @@ def ledger_draft(
     tiers those the injected hits came from, in rank order."""
     if not ledger_enabled() or not hits or not system_message:
         return None
+    if encryption_enabled():
+        # Sealed memories are crypto-shredded with their owner's data key; a copy of their text here,
+        # under the master key, would outlive the shred (in backups too). The entry keeps ids only.
+        system_message = query = ""
     tiers = list(dict.fromkeys(hit.tier for hit in hits))
     return LedgerDraft(
         id=uuid.uuid4(),

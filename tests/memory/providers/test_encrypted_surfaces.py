@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from gateway.workers import wait_for_after_response_work
 from memory import store
 from memory.backends.selection import forget, served_natively
-from memory.models import ApiKey, Memory
+from memory.models import ApiKey, InjectionEntry, Memory
 from tests.conftest import Api, _token
 from tests.gateway import conftest as gateway_fixtures
 from tests.gateway.conftest import sdk
@@ -91,4 +92,8 @@ def test_the_gateway_injects_sealed_memories(sealed, gateway, upstream, provider
     )
     sent = str(upstream.last.messages)
     assert "Maya adopted a tangerine cat named Pickle" in sent
+    assert wait_for_after_response_work()
+    # The ledger keeps which memories were injected, never their text: the shred must reach every copy.
+    (entry,) = InjectionEntry.objects.filter(api_key=alice)
+    assert (entry.system_message, entry.query, len(entry.memories)) == ("", "", 1)
     assert b"tangerine" not in _database_bytes()
