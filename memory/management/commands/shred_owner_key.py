@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.backends.registry import build_backend
-from memory.management.commands.encrypt_memories import owner_option
+from memory.management.cli import owner_option
 from memory.services.encryption import shred_owner
 
 
