@@ -156,6 +156,7 @@ class Filters(Visibility):
             now=self.now,
             session_id=self.session_id,
             created_after=self.created_after,
+            valid_at=self.valid_at,
         )
         if self.as_of is None:
             return hits
@@ -250,6 +251,8 @@ def retrieve(
         created_after=now - timedelta(days=retention_days) if retention_days else None,
         # A moment still to come hides nothing: ranking "as of" it is ranking now.
         as_of=as_of if as_of is not None and as_of < now else None,
+        # As of a past moment, the memories current then: one superseded since is seen again.
+        valid_at=as_of if as_of is not None and as_of < now else None,
     )
     # Composite re-orders hybrid's candidates: the tiers run as for hybrid.
     scored = strategy == "composite"

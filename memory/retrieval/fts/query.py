@@ -70,10 +70,16 @@ def common_terms_bound(row_count_bound: int, documents: list[int]) -> float:
 
 
 def read_conditions(
-    alias: str, *, now: datetime, session_id: str | None = None, created_after: datetime | None = None
+    alias: str,
+    *,
+    now: datetime,
+    session_id: str | None = None,
+    created_after: datetime | None = None,
+    valid_at: datetime | None = None,
 ) -> tuple[list[str], list]:
     """The SQL conditions (on the ``memories`` table as ``alias``) and parameters of the read filters
-    other than the owner: not expired at ``now``, in ``session_id``, created from ``created_after``."""
-    return Visibility(owner_ids=None, now=now, session_id=session_id, created_after=created_after).sql(
-        alias, owners=False
-    )
+    other than the owner: not expired at ``now``, in ``session_id``, created from ``created_after``,
+    current (or, with ``valid_at``, current at that moment)."""
+    return Visibility(
+        owner_ids=None, now=now, session_id=session_id, created_after=created_after, valid_at=valid_at
+    ).sql(alias, owners=False)

@@ -308,6 +308,7 @@ def fts_search(
     session_id: str | None = None,
     created_after: datetime | None = None,
     candidates: int | None = None,
+    valid_at: datetime | None = None,
 ) -> list[FtsHit]:
     """Live memories matching ``query``, best bm25 first, with every read filter (owner, expiry,
     session, retention) applied: of the owners' ``candidates`` best matches (default
@@ -317,7 +318,9 @@ def fts_search(
     owners = None if owner_ids is None else [owner_hex(o) for o in owner_ids]
     if not terms or owners == [] or limit <= 0:
         return []
-    conditions = read_conditions("m", now=now, session_id=session_id, created_after=created_after)
+    conditions = read_conditions(
+        "m", now=now, session_id=session_id, created_after=created_after, valid_at=valid_at
+    )
     search = _Search(
         terms, owners, limit=limit, candidates=candidates or max(limit * 4, 100), conditions=conditions
     )

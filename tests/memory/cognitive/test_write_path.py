@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from memory.injection import inject_memory
 from memory.mcp.tools import add_memory
@@ -60,6 +61,29 @@ def test_a_move_supersedes_the_old_residence_and_keeps_it_as_history(alice, admi
     assert berlin["validTo"] is None and berlin["supersededBy"] is None
     assert berlin["category"] == "residence"
     assert {"kind": "place", "text": "Berlin", "normalised": "berlin"} in berlin["entities"]
+
+
+@pytest.mark.parametrize("strategy", ["keyword", "hybrid"])
+def test_as_of_a_past_date_retrieval_answers_the_value_that_held_then(alice, admin_api, strategy):
+    # Within the default retention window (30 days), which the preview applies as the gateway does.
+    start = timezone.now() - timedelta(days=20)
+    write(alice, "I live in Leeds", at=start)
+    write(alice, "I moved to Berlin last month", at=start + timedelta(days=10))
+
+    def top(**extra) -> str:
+        body = {
+            "apiKeyId": str(alice.pk),
+            "query": "do I live in Leeds or Berlin now",
+            "strategy": strategy,
+            **extra,
+        }
+        answer = admin_api.post("/api/memory/retrieve-preview", body)
+        assert answer.status_code == 200, answer.content
+        return answer.json()["memories"][0]["content"]
+
+    assert top() == "I moved to Berlin last month"
+    assert top(asOf=(start + timedelta(days=5)).isoformat()) == "I live in Leeds"
+    assert top(asOf=(start + timedelta(days=15)).isoformat()) == "I moved to Berlin last month"
 
 
 def test_look_alikes_are_both_kept(alice):
