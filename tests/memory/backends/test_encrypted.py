@@ -30,7 +30,7 @@ from memory.backends.encrypted import (
 )
 from memory.backends.inmemory import InMemoryBackend
 from memory.backends.native import NativeBackend
-from memory.models import ApiKey, Memory
+from memory.models import ApiKey, Memory, PendingProviderWrite
 from memory.services import encryption
 from memory.services.indexing import flag_for_reindex, lazy_index, reindex_all, vector_context
 from tests.memory.backends.conformance import unit_vectors
@@ -219,14 +219,20 @@ def test_a_ciphertext_copied_to_another_record_does_not_open(encrypted_on: Path)
         open_record(encryption.keyring(), moved)
 
 
-def test_shredding_an_owner_makes_its_records_gone_and_leaves_others(encrypted_on: Path) -> None:
+def test_shredding_an_owner_makes_its_records_gone_and_leaves_others(encrypted_on: Path, db: None) -> None:
     inner = InMemoryBackend()
     backend = encryption.wrap(inner)
     alice, bob = uuid.uuid4(), uuid.uuid4()
     kept, _ = backend.store(MemoryDraft(owner=bob, content="bob keeps this"))
     doomed, _ = backend.store(_pet_draft(alice))
     sealed = inner.get(alice, doomed.id)
+    # A write a fallback kept for a replay holds the memory under the master key: the shred drops it.
+    for owner in (alice, bob):
+        PendingProviderWrite.objects.create(
+            owner=owner, primary="p", fallback="f", operation="store", memory_id=uuid.uuid4(), payload="{}"
+        )
     result = encryption.shred_owner(alice)  # no backend: the records stay, sealed for good
+    assert list(PendingProviderWrite.objects.values_list("owner", flat=True)) == [bob]
     assert len(result.key_ids) == 1 and result.deleted is None
     assert backend.get(alice, doomed.id) is None
     assert backend.search(alice, "zeppelin") == []
