@@ -28,7 +28,7 @@ import math
 import uuid
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
@@ -115,6 +115,38 @@ class MemoryDraft:
     importance: float | None = None
     id: uuid.UUID | None = None
     created_at: datetime | None = None
+
+    def new_record(self, now: datetime) -> MemoryRecord:
+        """The record this draft makes when the owner has neither its id nor its key: a kept id and
+        ``created_at`` when given, importance 0.5 unless given."""
+        return MemoryRecord(
+            id=self.id or uuid.uuid4(),
+            owner=self.owner,
+            content=self.content,
+            type=self.type,
+            key=self.key or None,
+            session_id=self.session_id,
+            metadata=dict(self.metadata),
+            created_at=self.created_at or now,
+            updated_at=now,
+            expires_at=self.expires_at,
+            importance=0.5 if self.importance is None else float(self.importance),
+        )
+
+    def upserted(self, old: MemoryRecord, now: datetime) -> MemoryRecord:
+        """``old`` (the owner's record with this draft's key) after the upsert: content, session, type
+        and expiry replaced, metadata merged shallowly, importance replaced only when given; id, key
+        and ``created_at`` kept."""
+        return replace(
+            old,
+            content=self.content,
+            session_id=self.session_id,
+            type=self.type,
+            expires_at=self.expires_at,
+            metadata={**old.metadata, **dict(self.metadata)},
+            importance=old.importance if self.importance is None else float(self.importance),
+            updated_at=now,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

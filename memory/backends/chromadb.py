@@ -456,19 +456,7 @@ class ChromaBackend(MemoryBackend):
                 return same.record, False
         old = self._by_key(owner, draft.key) if draft.key else None
         if old is not None:
-            record = MemoryRecord(
-                id=old.record.id,
-                owner=owner,
-                content=draft.content,
-                type=draft.type,
-                key=old.record.key,
-                session_id=draft.session_id,
-                metadata={**old.record.metadata, **dict(draft.metadata)},
-                created_at=old.record.created_at,
-                updated_at=now,
-                expires_at=draft.expires_at,
-                importance=old.record.importance if draft.importance is None else float(draft.importance),
-            )
+            record = draft.upserted(old.record, now)
             if vector is not None:
                 token = self._write_vector(owner, record.id, vector)
             else:
@@ -477,19 +465,7 @@ class ChromaBackend(MemoryBackend):
             if old.token and not token:
                 self._drop_vectors(owner, [record.id])
             return record, False
-        record = MemoryRecord(
-            id=draft.id or uuid.uuid4(),
-            owner=owner,
-            content=draft.content,
-            type=draft.type,
-            key=draft.key or None,
-            session_id=draft.session_id,
-            metadata=dict(draft.metadata),
-            created_at=draft.created_at or now,
-            updated_at=now,
-            expires_at=draft.expires_at,
-            importance=0.5 if draft.importance is None else float(draft.importance),
-        )
+        record = draft.new_record(now)
         # The vector goes first: if the record's write then fails, the vector's token is no record's.
         token = "" if vector is None else self._write_vector(owner, record.id, vector)
         self._write_record(_Stored(record, token))

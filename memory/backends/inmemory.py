@@ -125,35 +125,14 @@ class InMemoryBackend(MemoryBackend):
         existing = self._by_key(draft.owner, draft.key) if draft.key else None
         if existing is not None:
             old = existing.record
-            record = dataclasses.replace(
-                old,
-                content=draft.content,
-                session_id=draft.session_id,
-                type=draft.type,
-                expires_at=draft.expires_at,
-                metadata={**old.metadata, **dict(draft.metadata)},
-                importance=old.importance if draft.importance is None else float(draft.importance),
-                updated_at=now,
-            )
+            record = draft.upserted(old, now)
             if vector is not None:
                 existing.vector = vector
             elif record.content != old.content:
                 existing.vector = None
             existing.record = record
             return _copy(record), False
-        record = MemoryRecord(
-            id=draft.id or uuid.uuid4(),
-            owner=draft.owner,
-            content=draft.content,
-            type=draft.type,
-            key=draft.key or None,
-            session_id=draft.session_id,
-            metadata=dict(draft.metadata),
-            created_at=draft.created_at or now,
-            updated_at=now,
-            expires_at=draft.expires_at,
-            importance=0.5 if draft.importance is None else float(draft.importance),
-        )
+        record = draft.new_record(now)
         self._counter += 1
         records[record.id] = _Entry(record, vector, self._counter)
         return _copy(record), True

@@ -346,19 +346,7 @@ class PineconeBackend(ScanReads, MemoryBackend):
         existing = self._by_key(draft.owner, draft.key) if draft.key else None
         if existing is not None:
             old = existing.record
-            record = MemoryRecord(
-                id=old.id,
-                owner=old.owner,
-                content=draft.content,
-                type=draft.type,
-                key=old.key,
-                session_id=draft.session_id,
-                metadata={**old.metadata, **dict(draft.metadata)},
-                created_at=old.created_at,
-                updated_at=now,
-                expires_at=draft.expires_at,
-                importance=old.importance if draft.importance is None else float(draft.importance),
-            )
+            record = draft.upserted(old, now)
             if vector is not None:
                 self._write(record, vector.tolist(), has_vector=True)
             elif existing.has_vector and record.content == old.content:
@@ -366,19 +354,7 @@ class PineconeBackend(ScanReads, MemoryBackend):
             else:
                 self._write(record, self._placeholder(), has_vector=False)
             return record, False
-        record = MemoryRecord(
-            id=draft.id or uuid.uuid4(),
-            owner=draft.owner,
-            content=draft.content,
-            type=draft.type,
-            key=draft.key or None,
-            session_id=draft.session_id,
-            metadata=dict(draft.metadata),
-            created_at=draft.created_at or now,
-            updated_at=now,
-            expires_at=draft.expires_at,
-            importance=0.5 if draft.importance is None else float(draft.importance),
-        )
+        record = draft.new_record(now)
         if vector is not None:
             self._write(record, vector.tolist(), has_vector=True)
         else:

@@ -291,16 +291,7 @@ class RedisBackend(ScanReads, MemoryBackend):
                 raw = pipe.get(existing_key)
             if raw is not None:
                 old = _decode(raw)
-                record = dataclasses.replace(
-                    old.record,
-                    content=draft.content,
-                    session_id=draft.session_id,
-                    type=draft.type,
-                    expires_at=draft.expires_at,
-                    metadata={**old.record.metadata, **dict(draft.metadata)},
-                    importance=old.record.importance if draft.importance is None else float(draft.importance),
-                    updated_at=now,
-                )
+                record = draft.upserted(old.record, now)
                 kept = (
                     vector
                     if vector is not None
@@ -309,19 +300,7 @@ class RedisBackend(ScanReads, MemoryBackend):
                 pipe.multi()
                 pipe.set(self._record_key(owner, record.id), _encode(_Stored(record, kept)))
                 return record, False
-            record = MemoryRecord(
-                id=draft.id or uuid.uuid4(),
-                owner=owner,
-                content=draft.content,
-                type=draft.type,
-                key=draft.key or None,
-                session_id=draft.session_id,
-                metadata=dict(draft.metadata),
-                created_at=draft.created_at or now,
-                updated_at=now,
-                expires_at=draft.expires_at,
-                importance=0.5 if draft.importance is None else float(draft.importance),
-            )
+            record = draft.new_record(now)
             pipe.multi()
             pipe.set(self._record_key(owner, record.id), _encode(_Stored(record, vector)))
             pipe.zadd(index_key, {str(record.id): record.created_at.timestamp()})
