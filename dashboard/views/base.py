@@ -161,3 +161,31 @@ def form_reply(
     for name, detail in (events or {}).items():
         response = trigger_client_event(response, name, detail)
     return response
+
+
+def rotation_reply(
+    request,
+    *,
+    page: str,
+    notice: str,
+    changed_event: str,
+    page_context: Callable[[object], dict],
+    rotate: Callable[[], tuple[object, str]],
+    kind: str,
+) -> HttpResponse:
+    """The reply of a Studio "rotate" button (API keys and management tokens): the new secret shown
+    once in the page's ``notice`` fragment (htmx) or on the whole page, and the list told to refresh;
+    a refusal (a revoked credential: 409) shown in the same place with its status."""
+    try:
+        credential, secret = rotate()
+    except DomainError as exc:
+        context: dict[str, object] = {"rotate_error": exc.message}
+        if request.htmx:
+            return render(request, f"{page}#{notice}", context)
+        return render(request, page, {**page_context(request), **context}, status=exc.status)
+    context = {"rotated": {kind: credential, "secret": secret}}
+    if request.htmx:
+        response = render(request, f"{page}#{notice}", context)
+        response["HX-Trigger"] = changed_event
+        return response
+    return render(request, page, {**page_context(request), **context})

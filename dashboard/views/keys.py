@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard.forms import KeyCreateForm, add_domain_error
-from dashboard.views.base import can_change_settings, form_reply, require_admin, studio_view
+from dashboard.views.base import can_change_settings, form_reply, require_admin, rotation_reply, studio_view
 from dashboard.views.providers import health_view
 from memory.backends.registry import build_backend
 from memory.backends.selection import selection_of
@@ -245,19 +245,15 @@ def key_rotate_view(request, key_id: uuid.UUID):
     secret is refused from now on. A revoked key is refused (409) with the reason there instead."""
     require_admin(request)
     key = _key_or_404(key_id)
-    try:
-        key, secret = key_rotate(key, actor=user_actor(request.user, via="studio"))
-    except DomainError as exc:
-        context: dict[str, object] = {"rotate_error": exc.message}
-        if request.htmx:
-            return render(request, f"{PAGE}#key-notice", context)
-        return render(request, PAGE, {**_page_context(request), **context}, status=exc.status)
-    context = {"rotated": {"key": key, "secret": secret}}
-    if request.htmx:
-        response = render(request, f"{PAGE}#key-notice", context)
-        response["HX-Trigger"] = KEYS_CHANGED_EVENT
-        return response
-    return render(request, PAGE, {**_page_context(request), **context})
+    return rotation_reply(
+        request,
+        page=PAGE,
+        notice="key-notice",
+        changed_event=KEYS_CHANGED_EVENT,
+        page_context=_page_context,
+        rotate=lambda: key_rotate(key, actor=user_actor(request.user, via="studio")),
+        kind="key",
+    )
 
 
 @studio_view

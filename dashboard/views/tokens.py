@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.forms import TokenCreateForm, add_domain_error
-from dashboard.views.base import can_change_settings, form_reply, require_admin, studio_view
+from dashboard.views.base import can_change_settings, form_reply, require_admin, rotation_reply, studio_view
 from memory.exceptions import DomainError, NotFound
 from memory.models import ManagementToken
 from memory.services.audit import user_actor
@@ -106,19 +106,15 @@ def token_rotate_view(request, token_id: uuid.UUID):
     is refused (409) with the reason where the secret would be."""
     require_admin(request)
     token = _token_or_404(token_id)
-    try:
-        token, secret = token_rotate(token, actor=user_actor(request.user, via="studio"))
-    except DomainError as exc:
-        context: dict[str, object] = {"rotate_error": exc.message}
-        if request.htmx:
-            return render(request, f"{PAGE}#token-notice", context)
-        return render(request, PAGE, {**_page_context(request), **context}, status=exc.status)
-    context = {"rotated": {"token": token, "secret": secret}}
-    if request.htmx:
-        response = render(request, f"{PAGE}#token-notice", context)
-        response["HX-Trigger"] = TOKENS_CHANGED_EVENT
-        return response
-    return render(request, PAGE, {**_page_context(request), **context})
+    return rotation_reply(
+        request,
+        page=PAGE,
+        notice="token-notice",
+        changed_event=TOKENS_CHANGED_EVENT,
+        page_context=_page_context,
+        rotate=lambda: token_rotate(token, actor=user_actor(request.user, via="studio")),
+        kind="token",
+    )
 
 
 @studio_view
