@@ -40,7 +40,7 @@ from memory.backends.base import (
 )
 from memory.backends.manager import MemoryManager
 from memory.backends.native import to_memory
-from memory.backends.selection import manager_for, manager_for_owner, provider_owners
+from memory.backends.selection import manager_for, manager_for_owner, provider_owners, served_natively
 from memory.conf import get_memory_settings
 from memory.embeddings.runtime import get_source
 from memory.exceptions import NotFound
@@ -276,10 +276,12 @@ def memory_get(*, principal: Principal, memory_id: str | uuid.UUID) -> Memory:
             if record is not None:
                 return to_memory(record)
         raise
-    if ApiKey.all_objects.filter(pk=memory.owner_id, provider__isnull=False).exists():
-        # The native row of a provider-backed key is its native fallback's copy: the key's manager
-        # answers, so that a change to it is mirrored and queued for the provider, not made here only.
-        manager = manager_for_owner(memory.owner_id)
+    owner = ApiKey.all_objects.only("id", "provider_id").get(pk=memory.owner_id)
+    if not served_natively(owner):
+        # The native row of a provider-backed key is its native fallback's copy, and with encryption
+        # on a native row is sealed: the key's manager answers (a change to it is then mirrored and
+        # queued for the provider, and a sealed row is opened), not this row as it is stored.
+        manager = manager_for(owner)
         record = None if manager is None else manager.get(memory.owner_id, memory.uuid)
         if record is None:
             raise NotFound("Memory not found", field="id")

@@ -69,6 +69,11 @@ def test_rest_writes_are_sealed_and_still_found_by_keyword_and_meaning(sealed):
         assert word not in raw, f"{word!r} is readable in the database file"
     assert Memory.objects.filter(owner=alice).count() == 2  # the rows are native, sealed
 
+    first = api.get("/api/memory", {"apiKeyId": str(alice.pk)}).json()["data"][0]
+    got = api.get(f"/api/memory/{first['id']}").json()["memory"]
+    assert got["content"] == first["content"]  # opened, not the blind tokens stored
+    edited = api.put(f"/api/memory/{first['id']}", {"content": first["content"], "importance": 0.9})
+    assert edited.status_code == 200 and edited.json()["memory"]["importance"] == 0.9
     listed = api.get("/api/memory", {"apiKeyId": str(alice.pk)}).json()
     assert sorted(m["content"] for m in listed["data"]) == [
         "Maya adopted a tangerine cat named Pickle",
