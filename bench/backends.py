@@ -205,13 +205,19 @@ def _native(dimension: int) -> Iterator[Subject]:
 
 @contextmanager
 def _redis(dimension: int) -> Iterator[Subject]:
+    from django.test import override_settings
+
     from memory.backends.registry import build_backend
 
     binary = shutil.which("redis-server")
     if binary is None:
         raise _Skip("redis-server is not installed")
     port = _free_port()
-    with tempfile.TemporaryDirectory(prefix="bench-redis-") as directory:
+    # Loopback needs the private-URL switch (the outbound URL policy).
+    with (
+        override_settings(MEMORY_ALLOW_PRIVATE_URLS=True),
+        tempfile.TemporaryDirectory(prefix="bench-redis-") as directory,
+    ):
         process = subprocess.Popen(
             [
                 binary,
@@ -264,6 +270,8 @@ def _lancedb(dimension: int) -> Iterator[Subject]:
 
 @contextmanager
 def _chromadb(dimension: int) -> Iterator[Subject]:
+    from django.test import override_settings
+
     from memory.backends import chromadb as chroma
     from memory.backends.registry import build_backend
 
@@ -273,7 +281,11 @@ def _chromadb(dimension: int) -> Iterator[Subject]:
         raise _Skip("the chroma command is missing (install requirements.txt: chromadb)")
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory(prefix="bench-chroma-") as directory:
+    # Loopback needs the private-URL switch (the outbound URL policy).
+    with (
+        override_settings(MEMORY_ALLOW_PRIVATE_URLS=True),
+        tempfile.TemporaryDirectory(prefix="bench-chroma-") as directory,
+    ):
         process = subprocess.Popen(
             [binary, "run", "--host", "127.0.0.1", "--port", str(port), "--path", f"{directory}/data"],
             stdout=subprocess.DEVNULL,

@@ -3,9 +3,10 @@
 Every URL an operator or user can configure is checked here: a remote embedding endpoint and a rerank
 endpoint before every request (``memory.embeddings.remote``, ``memory.retrieval.rerank``), a Qdrant
 server when its settings are saved (no DNS then) and before its client connects
-(``memory.vectorstores.qdrant.client``), and the hosts of the Pinecone and HTTP memory backends when
-their configuration is parsed and before they connect (``memory.backends.pinecone``,
-``memory.backends.http``). Loopback and private networks are refused unless the operator
+(``memory.vectorstores.qdrant.client``), and the hosts of the Pinecone, HTTP, LanceDB-remote, ChromaDB
+and Redis memory backends when their configuration is parsed and before they connect
+(``memory.backends.pinecone``, ``http``, ``lancedb``, ``chromadb``, ``redis``; Redis URLs through
+:func:`check_redis_url`). Loopback and private networks are refused unless the operator
 allows them (``MemorySettings.private_urls_allowed``: the ``allowPrivateUrls`` setting or
 ``MEMORY_ALLOW_PRIVATE_URLS``); metadata, link-local and the other special addresses never are. DNS,
 CGNAT and IPv4 carried in IPv6 are all checked.
@@ -178,3 +179,60 @@ def _resolve(host: str, port: int, resolver: Resolver) -> list[IPAddress]:
     if not addresses:
         raise UrlPolicyError(f"URL host {host!r} does not resolve")
     return addresses
+
+
+# The query parameters of a Redis URL that are let through: redis-py (``redis.connection.parse_url``)
+# turns every query parameter into a connection option, and some of them (``host``, ``port``,
+# ``path``, ``unix_socket_path``, ``connection_class``, the timeouts) change where or how it connects.
+REDIS_URL_PARAMETERS = frozenset(
+    {"db", "username", "password", "protocol", "client_name", "ssl_cert_reqs", "ssl_check_hostname"}
+)
+
+
+def check_redis_url(
+    url: str,
+    *,
+    allow_private: bool = False,
+    resolver: Resolver = socket.getaddrinfo,
+    resolve: bool = True,
+) -> None:
+    """Raise ``UrlPolicyError`` unless the Redis server at ``url`` may be contacted.
+
+    The adapter of :func:`check_outbound_url` to Redis URLs, read as redis-py reads them: ``redis://``
+    and ``rediss://`` (credentials allowed: they are how Redis authenticates; the path is the
+    database number) have their host and port checked by the same rules, with the host redis-py would
+    use (none: ``localhost``). A percent-encoded host is refused (redis-py decodes it, so it could
+    hide an address) and so are a fragment and query parameters outside
+    :data:`REDIS_URL_PARAMETERS`. ``unix://`` reaches a socket of this machine, a local process as
+    loopback is, so it is allowed only with ``allow_private``."""
+    if not isinstance(url, str) or not url:
+        raise UrlPolicyError("URL is empty")
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        raise UrlPolicyError("URL must not contain whitespace or control characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise UrlPolicyError(f"URL is malformed: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("redis", "rediss", "unix"):
+        raise UrlPolicyError(
+            f"URL scheme {parts.scheme or '(none)'!r} is not allowed; use redis, rediss or unix"
+        )
+    if "#" in url:
+        raise UrlPolicyError("URL must not contain a fragment")
+    for name in (pair.split("=", 1)[0] for pair in parts.query.split("&") if pair):
+        if name not in REDIS_URL_PARAMETERS:
+            allowed = ", ".join(sorted(REDIS_URL_PARAMETERS))
+            raise UrlPolicyError(f"URL query parameter {name!r} is not allowed (allowed: {allowed})")
+    if scheme == "unix":
+        if not allow_private:
+            raise UrlPolicyError("URL is a Unix socket, which reaches this machine as loopback does")
+        return
+    raw_host = parts.hostname or "localhost"
+    if "%" in raw_host:  # IPv6 zones too: they only name link-local addresses, refused anyway
+        raise UrlPolicyError("URL host must not be percent-encoded")
+    host = f"[{raw_host}]" if ":" in raw_host else raw_host
+    check_outbound_url(
+        f"http://{host}:{port or 6379}/", allow_private=allow_private, resolver=resolver, resolve=resolve
+    )

@@ -34,9 +34,16 @@ Writes of one process are serialised by a lock, which makes the ``(owner, key)``
 conflict of ``update`` exact within a process. Chroma has no transactions, so two processes writing
 the same key at the same moment may make two records of it.
 
+The URL passes the outbound URL policy (:func:`memory.urlpolicy.check_outbound_url`, the one
+private-network switch) when the configuration is parsed (no DNS) and again, names resolved, before
+the HTTP client is made. A server with token authentication gets ``token`` on every request, in the
+header Chroma's token auth reads (``token_header``: ``Authorization: Bearer <token>``, Chroma's
+default, or ``X-Chroma-Token: <token>``).
+
 Connection failures are retried ``retries`` times (httpx's transport retries); every transport error,
 timeout and error answer of the server becomes ``BackendUnavailable``, except Chroma refusing a vector
-of another dimension (``BackendInputError``).
+of another dimension (``BackendInputError``). What those errors say is the status and Chroma's error
+name, never the body: whatever answers at the URL (another service, a proxy) is not shown to callers.
 """
 
 from __future__ import annotations
@@ -79,7 +86,9 @@ from memory.backends.base import (
     check_page,
 )
 from memory.backends.scoring import bm25_rank
+from memory.conf import get_memory_settings
 from memory.exceptions import Conflict
+from memory.urlpolicy import UrlPolicyError, check_outbound_url
 
 logger = logging.getLogger("memory.backends")
 
@@ -95,6 +104,12 @@ NEVER = 2**62
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Chroma's answer when a vector's dimension differs from its collection's.
 DIMENSION_REFUSED = re.compile(r"dimension", re.IGNORECASE)
+# The headers Chroma's token authentication reads the token from.
+TOKEN_HEADERS = ("Authorization", "X-Chroma-Token")
+# Chroma's error names ("NotFoundError", "InvalidArgumentError"): the only part of an error body shown.
+ERROR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+# A token is sent in a header: printable ASCII without spaces.
+TOKEN = re.compile(r"[\x21-\x7e]+")
 
 
 @dataclass(frozen=True)
@@ -103,7 +118,8 @@ class ChromaConfig:
     server behind a reverse proxy); ``tenant`` and ``database`` must exist there; ``collection``
     names the records' collection (the vectors' is ``{collection}-vectors``). ``dimension`` fixes the
     vector dimension (None: the first stored vector fixes it). ``retries`` retries a failed connection;
-    ``timeout_seconds`` bounds each request."""
+    ``timeout_seconds`` bounds each request. ``token`` (a secret: masked on read) is sent on every
+    request in ``token_header`` (``Authorization``, as a bearer token, or ``X-Chroma-Token``)."""
 
     url: str
     tenant: str = "default_tenant"
@@ -112,10 +128,27 @@ class ChromaConfig:
     dimension: int | None = None
     retries: int = 2
     timeout_seconds: float = 5.0
+    token: str = ""
+    token_header: str = "Authorization"
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("http://", "https://")) or len(self.url.split("://", 1)[1]) == 0:
             raise BackendConfigError("url must be an http:// or https:// URL", field="config.url")
+        try:
+            # Names are resolved before the client is made (ChromaBackend.client), not on save.
+            check_outbound_url(
+                self.url, allow_private=get_memory_settings().private_urls_allowed, resolve=False
+            )
+        except UrlPolicyError as exc:
+            raise BackendConfigError(f"url: {exc}", field="config.url") from None
+        if self.token and not TOKEN.fullmatch(self.token):
+            raise BackendConfigError(
+                "token must be printable ASCII without spaces (it is sent in a header)", field="config.token"
+            )
+        if self.token_header not in TOKEN_HEADERS:
+            raise BackendConfigError(
+                f"token_header must be one of {', '.join(TOKEN_HEADERS)}", field="config.token_header"
+            )
         for name in ("tenant", "database"):
             if not getattr(self, name).strip():
                 raise BackendConfigError(f"{name} must not be empty", field=f"config.{name}")
@@ -195,6 +228,8 @@ class ChromaBackend(MemoryBackend):
         super().__init__(name=name)
         self.config = config
         self._client: httpx.Client | None = None
+        self._client_private: bool | None = None
+        self._client_lock = threading.Lock()
         self._collections: dict[str, str] = {}
         self._dimension: int | None = config.dimension
         self._lock = threading.RLock()
@@ -203,16 +238,37 @@ class ChromaBackend(MemoryBackend):
 
     @property
     def client(self) -> httpx.Client:
-        """The HTTP client, made on first use (nothing is opened before a request)."""
-        if self._client is None:
-            c = self.config
-            self._client = httpx.Client(
-                base_url=c.url.rstrip("/"),
-                timeout=c.timeout_seconds,
-                transport=httpx.HTTPTransport(retries=c.retries),
-                headers={"accept": "application/json"},
-            )
-        return self._client
+        """The HTTP client, made once the outbound URL policy (names resolved) admits the URL; made
+        again, and checked again, when the private-network switch changes. Redirects are not followed
+        (a 30x to an internal address is no way round the policy)."""
+        private = get_memory_settings().private_urls_allowed
+        with self._client_lock:
+            if self._client is None or self._client_private != private:
+                try:
+                    check_outbound_url(self.config.url, allow_private=private)
+                except UrlPolicyError as exc:
+                    raise BackendUnavailable(
+                        f"{self.name}: refused by the outbound URL policy: {exc}", backend=self.name
+                    ) from None
+                if self._client is not None:
+                    self._client.close()
+                c = self.config
+                self._client = httpx.Client(
+                    base_url=c.url.rstrip("/"),
+                    timeout=c.timeout_seconds,
+                    transport=httpx.HTTPTransport(retries=c.retries),
+                    headers=self._headers(),
+                    follow_redirects=False,
+                )
+                self._client_private = private
+            return self._client
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"accept": "application/json"}
+        c = self.config
+        if c.token:
+            headers[c.token_header] = f"Bearer {c.token}" if c.token_header == "Authorization" else c.token
+        return headers
 
     @property
     def _database_path(self) -> str:
@@ -236,21 +292,29 @@ class ChromaBackend(MemoryBackend):
                 raise BackendUnavailable(
                     f"{self.name}: the server answered {method} {path} with no JSON", backend=self.name
                 ) from exc
-        message = response.text[:300]
+        # The body is read to classify the failure, never repeated: it is whatever answered.
+        message, name = response.text[:300], ""
         try:
             answer = response.json()
             message = str(answer.get("message") or answer.get("error") or message)
+            error = str(answer.get("error") or "")
+            name = error if ERROR_NAME.fullmatch(error) else ""
         except (ValueError, AttributeError):
             pass
         if vector_field and response.status_code < 500 and DIMENSION_REFUSED.search(message):
-            raise BackendInputError(f"{vector_field}: {message}", field=vector_field, backend=self.name)
+            raise BackendInputError(
+                f"{vector_field}: its dimension is not the collection's",
+                field=vector_field,
+                backend=self.name,
+            )
         if response.status_code == 404 or "does not exist" in message:
             # A collection deleted on the server (1.x: 404; 0.6: 400 "… does not exist") is made
             # again on the next use.
             self._collections.clear()
             self._dimension = self.config.dimension
+        status = f"{response.status_code} {response.reason_phrase}".strip()
         raise BackendUnavailable(
-            f"{self.name}: {method} {path} answered {response.status_code}: {message}", backend=self.name
+            f"{self.name}: {method} {path} answered {status}{f' ({name})' if name else ''}", backend=self.name
         )
 
     def _collection(self, name: str) -> str:

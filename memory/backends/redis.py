@@ -6,33 +6,38 @@ Keys, for an owner ``O`` (32 hex digits) under ``prefix``:
 * ``{prefix}{O}:r:{id}`` — one record as JSON (camelCase fields; the vector as base64 float32);
 * ``{prefix}{O}:idx`` — a sorted set of the owner's ids scored by ``createdAt`` (list order);
 * ``{prefix}{O}:keys`` — a hash from each memory key to its id (the ``(owner, key)`` upsert);
-* ``{prefix}dimension`` — the vector dimension, fixed by the first stored vector unless configured.
+* ``{prefix}dimension`` — the vector dimension, fixed by the first stored vector unless configured;
+
+* ``{prefix}{O}:v:{id}`` — the mirror of a record's vector, a hash for RediSearch
+  (:mod:`memory.backends.redis_knn`), written and deleted with the record.
 
 Writes that touch several keys run in a ``WATCH``/``MULTI`` transaction (retried when another writer
-changed a watched key), so the index, the key hash and the records never disagree.
+changed a watched key), so the index, the key hash, the records and the mirrors never disagree.
 
-Every read filters in this process: lists and counts read all of the owner's records (exact, at a
-cost linear in them). Searches — keyword BM25 and vector cosine, as the in-memory backend — read the
-owner's ``scan_limit`` newest records (a bounded scan: older ones are not ranked), which ``health()``
-says. A server with the RediSearch module is detected and reported, but its KNN index is not used
-yet: searches scan there too.
+Lists, counts and keyword search (BM25, as the in-memory backend) filter in this process: lists and
+counts read all of the owner's records (exact, at a cost linear in them); keyword search reads the
+owner's ``scan_limit`` newest records (a bounded scan: older ones are not ranked). Vector search uses
+RediSearch KNN over a per-owner index when the server has the search module (``vector_index``:
+``hnsw`` or ``flat``), else the same bounded scan with exact cosine; ``health()`` says which.
 
-Connection failures and timeouts are retried ``retries`` times with exponential backoff, then raised
-as ``BackendUnavailable``; any other Redis error is ``BackendUnavailable`` at once.
+The URL passes the outbound URL policy (:func:`memory.urlpolicy.check_redis_url`, the one
+private-network switch) when the configuration is parsed (no DNS) and again, names resolved, before
+the client is made. Connection failures and timeouts are retried ``retries`` times with exponential
+backoff, then raised as ``BackendUnavailable``; any other Redis error is ``BackendUnavailable`` at
+once. What those errors say names the kind of failure, never what the server sent (a URL pointed at
+another service would otherwise show its answer).
 """
 
 from __future__ import annotations
 
-import base64
 import builtins
 import dataclasses
-import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -60,8 +65,12 @@ from memory.backends.base import (
     check_draft,
     check_page,
 )
+from memory.backends.redis_codec import Stored, decode, encode, error_text, text
+from memory.backends.redis_knn import ALGORITHMS, RedisKnn, mirror_fields
 from memory.backends.scoring import bm25_rank, cosine_rank
+from memory.conf import get_memory_settings
 from memory.exceptions import Conflict
+from memory.urlpolicy import UrlPolicyError, check_redis_url
 
 # The longest wait between two retries of a failed command (seconds).
 BACKOFF_CAP_SECONDS = 2.0
@@ -75,7 +84,9 @@ class RedisConfig:
     """A Redis server (``url``: ``redis://``, ``rediss://`` or ``unix://``); every key starts with
     ``prefix``. ``scan_limit`` bounds the records of one owner a search reads; ``retries`` and
     ``backoff_seconds`` (doubled per retry, capped at ``BACKOFF_CAP_SECONDS``) retry a connection
-    failure or timeout; ``timeout_seconds`` bounds each command and each connection attempt."""
+    failure or timeout; ``timeout_seconds`` bounds each command and each connection attempt.
+    ``vector_index`` is the RediSearch index kind for vector search (``hnsw``, ``flat``, or ``none``
+    for the bounded scan whatever the server has)."""
 
     url: str
     prefix: str = "omr:mem:"
@@ -84,10 +95,20 @@ class RedisConfig:
     retries: int = 3
     backoff_seconds: float = 0.05
     timeout_seconds: float = 5.0
+    vector_index: str = "hnsw"
 
     def __post_init__(self) -> None:
         if not self.url.startswith(("redis://", "rediss://", "unix://")):
             raise BackendConfigError("url must be a redis://, rediss:// or unix:// URL", field="config.url")
+        try:
+            # Names are resolved before the client is made (RedisBackend.client), not on save.
+            check_redis_url(self.url, allow_private=get_memory_settings().private_urls_allowed, resolve=False)
+        except UrlPolicyError as exc:
+            raise BackendConfigError(f"url: {exc}", field="config.url") from None
+        if self.vector_index not in ALGORITHMS:
+            raise BackendConfigError(
+                f"vector_index must be one of {', '.join(ALGORITHMS)}", field="config.vector_index"
+            )
         check_dimension(self.dimension)
         if not self.prefix:
             raise BackendConfigError("prefix must not be empty", field="config.prefix")
@@ -97,73 +118,6 @@ class RedisConfig:
         for name in ("retries", "backoff_seconds"):
             if getattr(self, name) < 0:
                 raise BackendConfigError(f"{name} must not be negative", field=f"config.{name}")
-
-
-@dataclass
-class _Stored:
-    record: MemoryRecord
-    vector: np.ndarray | None
-
-
-def _text(value: object) -> str:
-    """A reply as text (the client decodes replies; the stubs cannot know it)."""
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _instant(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat()
-
-
-def _parse_instant(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
-
-
-def _encode(stored: _Stored) -> str:
-    r = stored.record
-    vector = None
-    if stored.vector is not None:
-        vector = base64.b64encode(np.asarray(stored.vector, dtype="<f4").tobytes()).decode("ascii")
-    return json.dumps(
-        {
-            "id": str(r.id),
-            "owner": str(r.owner),
-            "content": r.content,
-            "type": r.type,
-            "key": r.key,
-            "sessionId": r.session_id,
-            "metadata": r.metadata,
-            "createdAt": _instant(r.created_at),
-            "updatedAt": _instant(r.updated_at),
-            "expiresAt": _instant(r.expires_at),
-            "importance": r.importance,
-            "embedding": vector,
-        },
-        ensure_ascii=False,
-        default=str,
-    )
-
-
-def _decode(raw: bytes | str) -> _Stored:
-    data = json.loads(raw)
-    created = _parse_instant(data["createdAt"])
-    updated = _parse_instant(data["updatedAt"])
-    assert created is not None and updated is not None  # always written
-    record = MemoryRecord(
-        id=uuid.UUID(data["id"]),
-        owner=uuid.UUID(data["owner"]),
-        content=data["content"],
-        type=data["type"],
-        key=data["key"],
-        session_id=data["sessionId"],
-        metadata=dict(data["metadata"] or {}),
-        created_at=created,
-        updated_at=updated,
-        expires_at=_parse_instant(data["expiresAt"]),
-        importance=float(data["importance"]),
-    )
-    embedding = data.get("embedding")
-    vector = None if embedding is None else np.frombuffer(base64.b64decode(embedding), dtype="<f4").copy()
-    return _Stored(record, vector)
 
 
 class RedisBackend(ScanReads, MemoryBackend):
@@ -176,30 +130,62 @@ class RedisBackend(ScanReads, MemoryBackend):
         super().__init__(name=name)
         self.config = config
         self._client: redis.Redis | None = None
+        self._client_private: bool | None = None
+        self._client_lock = threading.Lock()
+        self.knn = RedisKnn(
+            client=lambda: self.client,
+            prefix=config.prefix,
+            algorithm=config.vector_index,
+            load=self._load,
+            decode=decode,
+        )
 
     # -- plumbing
 
     @property
     def client(self) -> redis.Redis:
-        """The client, made on first use (no connection is opened before a command)."""
-        if self._client is None:
-            c = self.config
-            self._client = redis.Redis.from_url(
-                c.url,
-                decode_responses=True,
-                socket_timeout=c.timeout_seconds,
-                socket_connect_timeout=c.timeout_seconds,
-                retry=Retry(ExponentialBackoff(cap=BACKOFF_CAP_SECONDS, base=c.backoff_seconds), c.retries),
-                retry_on_error=[redis.ConnectionError, redis.TimeoutError],
-            )
-        return self._client
+        """The client, made once the outbound URL policy (names resolved) admits the URL; made again,
+        and checked again, when the private-network switch changes. No connection is opened before a
+        command."""
+        private = get_memory_settings().private_urls_allowed
+        with self._client_lock:
+            if self._client is None or self._client_private != private:
+                try:
+                    check_redis_url(self.config.url, allow_private=private)
+                except UrlPolicyError as exc:
+                    raise BackendUnavailable(
+                        f"{self.name}: refused by the outbound URL policy: {exc}", backend=self.name
+                    ) from None
+                if self._client is not None:
+                    self._client.close()
+                c = self.config
+                self._client = redis.Redis.from_url(
+                    c.url,
+                    decode_responses=True,
+                    socket_timeout=c.timeout_seconds,
+                    socket_connect_timeout=c.timeout_seconds,
+                    retry=Retry(
+                        ExponentialBackoff(cap=BACKOFF_CAP_SECONDS, base=c.backoff_seconds), c.retries
+                    ),
+                    retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+                )
+                self._client_private = private
+            return self._client
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
         try:
             yield
         except redis.RedisError as exc:
-            raise BackendUnavailable(f"{self.name}: {type(exc).__name__}: {exc}", backend=self.name) from exc
+            raise BackendUnavailable(f"{self.name}: {error_text(exc)}", backend=self.name) from exc
+
+    def _mirror(self, pipe: redis.client.Pipeline, record: MemoryRecord, vector: np.ndarray | None) -> None:
+        """Queue the write (or the delete, without a vector) of the record's vector mirror."""
+        key = self.knn.mirror_key(record.owner, record.id)
+        if vector is None:
+            pipe.delete(key)
+        else:
+            pipe.hset(key, mapping=mirror_fields(record, vector))
 
     def _transaction(self, write: Callable[[redis.client.Pipeline], T], *watched: str) -> T:
         """Run ``write`` in a WATCH/MULTI transaction (re-run when a watched key changed); its value."""
@@ -223,18 +209,18 @@ class RedisBackend(ScanReads, MemoryBackend):
     def _dimension_key(self) -> str:
         return f"{self.config.prefix}dimension"
 
-    def _load(self, owner: uuid.UUID, ids: Sequence[str]) -> list[_Stored]:
-        found: list[_Stored] = []
+    def _load(self, owner: uuid.UUID, ids: Sequence[str]) -> list[Stored]:
+        found: list[Stored] = []
         for start in range(0, len(ids), FETCH_CHUNK):
             part = ids[start : start + FETCH_CHUNK]
             raws = self.client.mget([self._record_key(owner, uuid.UUID(i)) for i in part])
-            found.extend(_decode(raw) for raw in raws if raw is not None)
+            found.extend(decode(raw) for raw in raws if raw is not None)
         return found
 
-    def _live(self, owner: uuid.UUID, filters: Filters, *, newest: int | None = None) -> list[_Stored]:
+    def _live(self, owner: uuid.UUID, filters: Filters, *, newest: int | None = None) -> list[Stored]:
         """The owner's live records passing ``filters``, newest first (of the ``newest`` newest ids)."""
         end = -1 if newest is None else newest - 1
-        ids = [_text(i) for i in self.client.zrevrange(self._index_key(owner), 0, end)]
+        ids = [text(i) for i in self.client.zrevrange(self._index_key(owner), 0, end)]
         now = timezone.now()
         return [s for s in self._load(owner, ids) if s.record.live(now) and filters.admits(s.record)]
 
@@ -282,15 +268,15 @@ class RedisBackend(ScanReads, MemoryBackend):
             if draft.id is not None:
                 raw = pipe.get(self._record_key(owner, draft.id))
                 if raw is not None:
-                    return _decode(raw).record, False
+                    return decode(raw).record, False
             existing_id = pipe.hget(keys_key, draft.key) if draft.key else None
             raw = None
             if existing_id:
-                existing_key = self._record_key(owner, uuid.UUID(_text(existing_id)))
+                existing_key = self._record_key(owner, uuid.UUID(text(existing_id)))
                 pipe.watch(existing_key)  # an edit of that record meanwhile retries this write
                 raw = pipe.get(existing_key)
             if raw is not None:
-                old = _decode(raw)
+                old = decode(raw)
                 record = draft.upserted(old.record, now)
                 kept = (
                     vector
@@ -298,11 +284,13 @@ class RedisBackend(ScanReads, MemoryBackend):
                     else (old.vector if record.content == old.record.content else None)
                 )
                 pipe.multi()
-                pipe.set(self._record_key(owner, record.id), _encode(_Stored(record, kept)))
+                pipe.set(self._record_key(owner, record.id), encode(Stored(record, kept)))
+                self._mirror(pipe, record, kept)
                 return record, False
             record = draft.new_record(now)
             pipe.multi()
-            pipe.set(self._record_key(owner, record.id), _encode(_Stored(record, vector)))
+            pipe.set(self._record_key(owner, record.id), encode(Stored(record, vector)))
+            self._mirror(pipe, record, vector)
             pipe.zadd(index_key, {str(record.id): record.created_at.timestamp()})
             if record.key:
                 pipe.hset(keys_key, record.key, str(record.id))
@@ -332,7 +320,7 @@ class RedisBackend(ScanReads, MemoryBackend):
             raw = pipe.get(record_key)
             if raw is None:
                 return None
-            old = _decode(raw)
+            old = decode(raw)
             if not old.record.live(timezone.now()):
                 return None
             new_key = checked.get("key", old.record.key)
@@ -341,7 +329,7 @@ class RedisBackend(ScanReads, MemoryBackend):
                 if (
                     holder is not None
                     and holder != str(memory_id)
-                    and pipe.exists(self._record_key(owner, uuid.UUID(_text(holder))))
+                    and pipe.exists(self._record_key(owner, uuid.UUID(text(holder))))
                 ):
                     raise Conflict(f"another memory of this owner already uses key {new_key!r}", field="key")
             record = dataclasses.replace(old.record, **checked, updated_at=timezone.now())
@@ -349,7 +337,8 @@ class RedisBackend(ScanReads, MemoryBackend):
             if vector is None and record.content == old.record.content:
                 vector = old.vector
             pipe.multi()
-            pipe.set(record_key, _encode(_Stored(record, vector)))
+            pipe.set(record_key, encode(Stored(record, vector)))
+            self._mirror(pipe, record, vector)
             if new_key != old.record.key:
                 if old.record.key:
                     pipe.hdel(keys_key, old.record.key)
@@ -368,10 +357,10 @@ class RedisBackend(ScanReads, MemoryBackend):
             raw = pipe.get(record_key)
             if raw is None:
                 return False
-            key = _decode(raw).record.key
+            key = decode(raw).record.key
             holder = pipe.hget(keys_key, key) if key else None
             pipe.multi()
-            pipe.delete(record_key)
+            pipe.delete(record_key, self.knn.mirror_key(owner, memory_id))
             pipe.zrem(self._index_key(owner), str(memory_id))
             if key and holder == str(memory_id):
                 pipe.hdel(keys_key, key)
@@ -385,13 +374,13 @@ class RedisBackend(ScanReads, MemoryBackend):
         index_key, keys_key = self._index_key(owner), self._keys_key(owner)
 
         def write(pipe: redis.client.Pipeline) -> int:
-            ids = [_text(i) for i in pipe.zrange(index_key, 0, -1)]
+            ids = [text(i) for i in pipe.zrange(index_key, 0, -1)]
             stored = self._load_with(pipe, owner, ids)
             doomed = [s.record for s in stored if not type or s.record.type == type]
             now = timezone.now()
             pipe.multi()
             for record in doomed:
-                pipe.delete(self._record_key(owner, record.id))
+                pipe.delete(self._record_key(owner, record.id), self.knn.mirror_key(owner, record.id))
                 pipe.zrem(index_key, str(record.id))
                 if record.key:
                     pipe.hdel(keys_key, record.key)
@@ -401,11 +390,11 @@ class RedisBackend(ScanReads, MemoryBackend):
             cleared: int = self._transaction(write, index_key, keys_key)
             return cleared
 
-    def _load_with(self, pipe: redis.client.Pipeline, owner: uuid.UUID, ids: Sequence[str]) -> list[_Stored]:
-        found: list[_Stored] = []
+    def _load_with(self, pipe: redis.client.Pipeline, owner: uuid.UUID, ids: Sequence[str]) -> list[Stored]:
+        found: list[Stored] = []
         for start in range(0, len(ids), FETCH_CHUNK):
             keys = [self._record_key(owner, uuid.UUID(i)) for i in ids[start : start + FETCH_CHUNK]]
-            found.extend(_decode(raw) for raw in pipe.mget(keys) if raw is not None)
+            found.extend(decode(raw) for raw in pipe.mget(keys) if raw is not None)
         return found
 
     # -- reads
@@ -415,7 +404,7 @@ class RedisBackend(ScanReads, MemoryBackend):
             raw = self.client.get(self._record_key(owner, memory_id))
         if raw is None:
             return None
-        record = _decode(raw).record
+        record = decode(raw).record
         return record if record.live(timezone.now()) else None
 
     def search(
@@ -437,6 +426,10 @@ class RedisBackend(ScanReads, MemoryBackend):
         check_page(limit, 0)
         with self._guard():
             query = as_vector(vector, dimension=self.vector_dimension, field="vector")
+            if self.knn.available()[0]:
+                hits = self.knn.search(owner, query, limit=limit, filters=filters, now=timezone.now())
+                if hits is not None:
+                    return hits
             live = [
                 s for s in self._live(owner, filters, newest=self.config.scan_limit) if s.vector is not None
             ]
@@ -461,13 +454,19 @@ class RedisBackend(ScanReads, MemoryBackend):
                 modules = []
             redisearch = any(m in ("search", "ft") for m in modules)
             dimension = self.vector_dimension
-        except (redis.RedisError, BackendUnavailable) as exc:
+            knn, vector_search = self.knn.describe(self.config.scan_limit)
+        except redis.RedisError as exc:
             latency = round((time.perf_counter() - started) * 1000, 3)
-            return Health(False, latency, f"{type(exc).__name__}: {exc}")
+            return Health(False, latency, error_text(exc))
+        except BackendUnavailable as exc:
+            latency = round((time.perf_counter() - started) * 1000, 3)
+            return Health(False, latency, str(exc))
         detail = {
             "version": version,
             "redisearch": redisearch,
-            "vectorSearch": f"bounded scan: the {self.config.scan_limit} newest records per owner, exact cosine",
+            "knn": knn,
+            "vectorIndex": self.config.vector_index,
+            "vectorSearch": vector_search,
             "keywordSearch": f"bounded scan: the {self.config.scan_limit} newest records per owner, BM25",
             "dimension": dimension,
             "prefix": self.config.prefix,

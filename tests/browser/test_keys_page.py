@@ -9,6 +9,7 @@ import uuid
 import pytest
 import redis
 from django.contrib.auth import get_user_model
+from django.test import override_settings
 
 from memory.backends.selection import forget
 from memory.models import ApiKey, ProviderFallback
@@ -24,7 +25,9 @@ SCREENSHOT = "/tmp/studio-keys.png"
 @pytest.fixture
 def admin(transactional_db):
     forget()
-    yield get_user_model().objects.create_superuser("admin", "admin@example.com", PASSWORD)
+    # The Redis provider is on loopback: the outbound URL policy needs the private switch.
+    with override_settings(MEMORY_ALLOW_PRIVATE_URLS=True):
+        yield get_user_model().objects.create_superuser("admin", "admin@example.com", PASSWORD)
     forget()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from memory import store
@@ -23,7 +24,9 @@ CREATE = "/dashboard/keys/create"
 @pytest.fixture(autouse=True)
 def _fresh_backends():
     forget()
-    yield
+    # The Redis providers here are on loopback: the outbound URL policy needs the private switch.
+    with override_settings(MEMORY_ALLOW_PRIVATE_URLS=True):
+        yield
     forget()
 
 

@@ -10,6 +10,7 @@ import uuid
 
 import pytest
 import redis
+from django.test import override_settings
 
 from gateway.models import UpstreamProvider
 from memory import store
@@ -29,7 +30,9 @@ MEMORY = "/dashboard/memory"
 @pytest.fixture(autouse=True)
 def _fresh_backends():
     forget()
-    yield
+    # The Redis providers here are on loopback: the outbound URL policy needs the private switch.
+    with override_settings(MEMORY_ALLOW_PRIVATE_URLS=True):
+        yield
     forget()
 
 

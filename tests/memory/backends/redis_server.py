@@ -32,22 +32,25 @@ class RedisServer:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
+    def arguments(self) -> list[str]:
+        """redis-server's options: the port, loopback only, the persistence, the directory."""
+        return [
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            *self.persistence,
+            "--dir",
+            str(self.directory),
+        ]
+
+    def command(self) -> list[str]:
+        return ["redis-server", *self.arguments()]
+
     def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                *self.persistence,
-                "--dir",
-                str(self.directory),
-            ],
-            stdout=subprocess.DEVNULL,
-        )
+        self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL)
         client = redis.Redis.from_url(self.url)
         deadline = time.monotonic() + 10
         while True:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import httpx
 import numpy as np
 import pytest
+from django.test import override_settings
 
 from memory.backends.base import (
     BackendConfigError,
@@ -28,6 +29,13 @@ from tests.memory.backends.chroma_server import ChromaServer, delete_collection,
 OWNER = uuid.uuid4()
 OTHER = uuid.uuid4()
 DATABASE = "/api/v2/tenants/default_tenant/databases/default_database"
+
+
+@pytest.fixture(autouse=True)
+def _loopback_allowed(db: None) -> Iterator[None]:
+    """The test servers listen on loopback, which the outbound URL policy refuses unless allowed."""
+    with override_settings(MEMORY_ALLOW_PRIVATE_URLS=True):
+        yield
 
 
 def _unit(count: int, dimension: int, seed: int = 3) -> np.ndarray:

@@ -16,7 +16,6 @@ import redis
 import respx
 from django.test import override_settings
 
-from memory.backends.base import MemoryBackend
 from memory.backends.encrypted import EncryptedBackend
 from memory.backends.registry import build_backend
 from memory.models import ApiKey
@@ -27,6 +26,7 @@ from tests.memory.backends.fake_pinecone import FakePinecone
 from tests.memory.backends.lancedb_server import LanceServer
 from tests.memory.backends.lancedb_server import running as lance_running
 from tests.memory.backends.memory_service import MemoryService, running
+from tests.memory.backends.search_redis import shared_search_server
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 CHROMA_URL = os.environ.get("CHROMA_URL", "")
@@ -47,12 +47,14 @@ def _chromadb(request: pytest.FixtureRequest) -> Iterator[Subject]:
     # each test has its own two collections, deleted after it.
     url = CHROMA_URL or shared_server(request.config).url
     collection = f"omr-test-{uuid.uuid4().hex}"
-    backend = build_backend("chromadb", {"url": url, "collection": collection, "retries": 0})
-    try:
-        yield Subject(backend, uuid.uuid4(), uuid.uuid4(), FREE_DIMENSION)
-    finally:
-        delete_collection(url, collection)
-        delete_collection(url, f"{collection}-vectors")
+    # Loopback needs the private-URL switch (the outbound URL policy).
+    with override_settings(MEMORY_ALLOW_PRIVATE_URLS=True):
+        backend = build_backend("chromadb", {"url": url, "collection": collection, "retries": 0})
+        try:
+            yield Subject(backend, uuid.uuid4(), uuid.uuid4(), FREE_DIMENSION)
+        finally:
+            delete_collection(url, collection)
+            delete_collection(url, f"{collection}-vectors")
 
 
 def _inmemory(request: pytest.FixtureRequest) -> Iterator[Subject]:
@@ -100,21 +102,36 @@ def _http(request: pytest.FixtureRequest) -> Iterator[Subject]:
         yield Subject(backend, uuid.uuid4(), uuid.uuid4(), FREE_DIMENSION)
 
 
-def _redis(request: pytest.FixtureRequest) -> Iterator[Subject]:
+def _redis_at(url: str, *, search: bool) -> Iterator[Subject]:
+    # Each test under a prefix of its own, deleted after it; loopback needs the private-URL switch.
     prefix = f"omr-test:{uuid.uuid4().hex}:"
-    backend: MemoryBackend = build_backend("redis", {"url": REDIS_URL, "prefix": prefix, "retries": 0})
-    client = redis.Redis.from_url(REDIS_URL)
+    client = redis.Redis.from_url(url)
     try:
         client.ping()
     except redis.ConnectionError as exc:
-        pytest.skip(f"no Redis server at {REDIS_URL}: {exc}")
-    try:
-        yield Subject(backend, uuid.uuid4(), uuid.uuid4(), FREE_DIMENSION)
-    finally:
-        keys = list(client.scan_iter(match=f"{prefix}*"))
-        if keys:
-            client.delete(*keys)
-        assert not list(client.scan_iter(match=f"{prefix}*"))
+        pytest.skip(f"no Redis server at {url}: {exc}")
+    with override_settings(MEMORY_ALLOW_PRIVATE_URLS=True):
+        backend = build_backend("redis", {"url": url, "prefix": prefix, "retries": 0})
+        try:
+            yield Subject(backend, uuid.uuid4(), uuid.uuid4(), FREE_DIMENSION)
+        finally:
+            if search:  # the owners' KNN indexes are not keys
+                for index in client.execute_command("FT._LIST"):
+                    if index.decode().startswith(prefix):
+                        client.execute_command("FT.DROPINDEX", index)
+            keys = list(client.scan_iter(match=f"{prefix}*"))
+            if keys:
+                client.delete(*keys)
+            assert not list(client.scan_iter(match=f"{prefix}*"))
+
+
+def _redis(request: pytest.FixtureRequest) -> Iterator[Subject]:
+    yield from _redis_at(REDIS_URL, search=False)
+
+
+def _redis_search(request: pytest.FixtureRequest) -> Iterator[Subject]:
+    # A Redis 8.2 with RediSearch (search_redis.py): vector search by its KNN index (HNSW, the default).
+    yield from _redis_at(shared_search_server(request.config).url, search=True)
 
 
 def _encrypted(
@@ -147,6 +164,7 @@ FACTORIES = {
     "native": _native,
     "pinecone": _pinecone,
     "redis": _redis,
+    "redis-search": _redis_search,
     "encrypted-inmemory": _encrypted(_inmemory),
     "encrypted-native": _encrypted(_native),
 }

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from django.db import connection
+from django.test import override_settings
 from django.utils import timezone
 
 from memory import store
@@ -50,8 +51,10 @@ def server(tmp_path: Path) -> Iterator[PersistentRedis]:
 
 @pytest.fixture(autouse=True)
 def _fresh_managers() -> Iterator[None]:
+    # The test's redis-server listens on loopback: the outbound URL policy needs the private switch.
     forget()
-    yield
+    with override_settings(MEMORY_ALLOW_PRIVATE_URLS=True):
+        yield
     forget()
 
 

@@ -33,6 +33,7 @@ from memory.backends.native import NativeBackend
 from memory.models import ApiKey, Memory, PendingProviderWrite
 from memory.services import encryption
 from memory.services.indexing import flag_for_reindex, lazy_index, reindex_all, vector_context
+from tests.factories import database_store, fts_match
 from tests.memory.backends.conformance import unit_vectors
 
 TOKEN = re.compile(rf"^[{ALPHABET}]{{14}}$")
@@ -159,6 +160,7 @@ def test_encryption_is_on_only_with_an_explicitly_configured_key(settings, tmp_p
 # -- the blind index under FTS5's Porter tokenizer
 
 
+@pytest.mark.sqlite_only("FTS5's porter tokenizer (PostgreSQL stems query and index alike)")
 def test_porter_leaves_every_blind_token_as_it_is(encrypted_on: Path, db: None) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'memory_fts'")
@@ -188,12 +190,9 @@ def test_keyword_search_on_native_matches_blind_tokens_only(encrypted_on: Path, 
     hits = backend.search(alice.pk, "Which ZEPPELIN does Pickle hate?")
     assert [h.record.id for h in hits] == [record.id]
     assert hits[0].record.content.startswith("Maya adopted")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH %s", ['"zeppelin"'])
-        assert cursor.fetchone()[0] == 0
-        token = encryption.keyring().data_key(alice.pk, create=False).word("zeppelin")
-        cursor.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH %s", [f'"{token}"'])
-        assert cursor.fetchone()[0] == 1
+    assert fts_match('"zeppelin"') == set()
+    token = encryption.keyring().data_key(alice.pk, create=False).word("zeppelin")
+    assert len(fts_match(f'"{token}"')) == 1
 
 
 # -- tampering, shredding, the keyring
@@ -285,9 +284,7 @@ def test_a_data_key_wrapped_by_an_unconfigured_master_key_is_refused(settings, e
 
 
 def _has_vector(seq: int) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM memory_vec_rowids WHERE rowid = %s", [seq])
-        return bool(cursor.fetchone()[0])
+    return seq in database_store().seqs()
 
 
 def test_the_native_indexing_never_embeds_sealed_rows(
@@ -334,6 +331,7 @@ def test_the_native_indexing_never_embeds_sealed_rows(
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.sqlite_only("reads the SQLite database file's bytes")
 def test_the_database_file_and_a_backup_hold_no_memory_text_and_shredding_seals_the_backup(
     encrypted_on: Path, tmp_path: Path
 ) -> None:

@@ -10,6 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.test import override_settings
 from django.utils import timezone
 
 from memory.backends.base import BackendUnavailable, MemoryDraft
@@ -21,6 +22,13 @@ from tests.memory.backends.redis_server import RedisServer
 pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
 
 OWNER = uuid.uuid4()
+
+
+@pytest.fixture(autouse=True)
+def _loopback_allowed(db: None) -> Iterator[None]:
+    """The test servers listen on loopback, which the outbound URL policy refuses unless allowed."""
+    with override_settings(MEMORY_ALLOW_PRIVATE_URLS=True):
+        yield
 
 
 @pytest.fixture

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from django.test import override_settings
 
 from memory.backends.base import BackendConfigError
 from memory.backends.inmemory import InMemoryBackend
 from memory.backends.native import NativeBackend
 from memory.backends.redis import RedisBackend, RedisConfig
 from memory.backends.registry import TYPES, build_backend, parse_config
+
+# Configurations that hold a URL pass the outbound URL policy, whose private-network switch is a
+# stored setting.
+pytestmark = pytest.mark.django_db
 
 
 def field_of(exc: pytest.ExceptionInfo[BackendConfigError]) -> str:
@@ -20,9 +25,10 @@ def test_it_builds_each_available_type() -> None:
     memory = build_backend("inmemory", {"dimension": 8}, name="scratch")
     assert isinstance(memory, InMemoryBackend)
     assert (memory.name, memory.vector_dimension) == ("scratch", 8)
-    redis = build_backend("redis", {"url": "redis://127.0.0.1:6379/3", "prefix": "p:"})
-    assert isinstance(redis, RedisBackend)
-    assert redis.config == RedisConfig(url="redis://127.0.0.1:6379/3", prefix="p:")
+    with override_settings(MEMORY_ALLOW_PRIVATE_URLS=True):  # loopback
+        redis = build_backend("redis", {"url": "redis://127.0.0.1:6379/3", "prefix": "p:"})
+        assert isinstance(redis, RedisBackend)
+        assert redis.config == RedisConfig(url="redis://127.0.0.1:6379/3", prefix="p:")
 
 
 def test_every_known_type_is_built_and_an_incomplete_config_names_its_field() -> None:
@@ -81,7 +87,7 @@ def test_backend_errors_reach_the_api_as_our_envelope() -> None:
         {
             "field": "config.prefx",
             "message": "unknown field 'prefx' (known: url, prefix, dimension, "
-            "scan_limit, retries, backoff_seconds, timeout_seconds)",
+            "scan_limit, retries, backoff_seconds, timeout_seconds, vector_index)",
         }
     ]
     down = exception_handler(BackendUnavailable("redis: connection refused", backend="redis"), {})

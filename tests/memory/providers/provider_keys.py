@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import redis
+from django.test import override_settings
 
 from memory.backends.manager import MemoryManager
 from memory.backends.selection import forget, manager_for
@@ -103,9 +104,12 @@ class Providers:
 
 @pytest.fixture
 def providers(tmp_path: Path) -> Iterator[Providers]:
+    """The stores listen on loopback, which the outbound URL policy refuses unless the private-network
+    switch is on: it is on for every test that uses them."""
     forget()
     made = Providers(tmp_path)
-    yield made
+    with override_settings(MEMORY_ALLOW_PRIVATE_URLS=True):
+        yield made
     forget()
     made.cleanup()
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from django.test import override_settings
 
 from memory.backends.selection import forget
+from memory.conf import update_memory_settings
 from memory.models import AuditEvent, ManagementToken, MemoryProvider
 from memory.services import providers as svc
 from memory.services.audit import SYSTEM
@@ -134,3 +136,71 @@ def test_a_bound_token_sees_only_its_keys_providers_and_cannot_write(alice, bob)
 def test_a_read_token_cannot_write_and_anonymous_is_refused(read_api, anon_api):
     assert read_api.post(URL, {"name": "x", "type": "inmemory"}).status_code == 403
     assert anon_api.get(URL).status_code == 401
+
+
+# -- the outbound URL policy and ChromaDB's token (the switch is on in this folder: conftest.py)
+
+
+@pytest.mark.parametrize(
+    ("type_name", "config"),
+    [
+        ("redis", {"url": "redis://169.254.169.254:6379/0"}),
+        ("redis", {"url": "redis://[::ffff:169.254.169.254]/0"}),
+        ("redis", {"url": "redis://cache.example.com/0?host=169.254.169.254"}),
+        ("chromadb", {"url": "http://169.254.169.254"}),
+        ("chromadb", {"url": "http://metadata.google.internal:8000"}),
+    ],
+)
+def test_a_metadata_address_is_a_400_naming_the_url_even_with_the_switch(admin_api, type_name, config):
+    response = admin_api.post(URL, {"name": "p", "type": type_name, "config": config})
+    assert response.status_code == 400, response.json()
+    assert error_fields(response) == ["config.url"]
+    assert not MemoryProvider.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("type_name", "url"),
+    [
+        ("redis", "redis://:pw@127.0.0.1:6379/0"),
+        ("redis", "unix:///run/redis.sock"),
+        ("chromadb", "http://10.0.0.7:8000"),
+    ],
+)
+def test_loopback_and_private_urls_are_refused_without_the_switch(admin_api, type_name, url):
+    with override_settings(MEMORY_ALLOW_PRIVATE_URLS=False):
+        refused = admin_api.post(URL, {"name": "p", "type": type_name, "config": {"url": url}})
+        assert refused.status_code == 400 and error_fields(refused) == ["config.url"]
+        assert "pw" not in refused.content.decode()
+        # The stored settings' switch is the same switch.
+        update_memory_settings({"allowPrivateUrls": True})
+        accepted = admin_api.post(URL, {"name": "p", "type": type_name, "config": {"url": url}})
+        assert accepted.status_code == 201, accepted.json()
+
+
+def test_a_saved_provider_is_checked_again_before_connecting(admin_api):
+    saved = admin_api.post(URL, {"name": "cache", "type": "redis", "config": REDIS})
+    assert saved.status_code == 201
+    with override_settings(MEMORY_ALLOW_PRIVATE_URLS=False):
+        probe = admin_api.post(f"{URL}/cache/test")
+        assert probe.status_code == 200
+        health = probe.json()["health"]
+        assert health["ok"] is False and "outbound URL policy" in health["error"]
+        assert "hunter2" not in probe.content.decode()
+    assert admin_api.post(f"{URL}/cache/test").json()["health"]["ok"] is True
+
+
+def test_a_chroma_token_is_masked_on_read_and_kept_when_sent_back(admin_api):
+    config = {"url": "http://127.0.0.1:8000", "token": "ck-s3cr3t", "token_header": "X-Chroma-Token"}
+    created = admin_api.post(URL, {"name": "vectors", "type": "chromadb", "config": config})
+    assert created.status_code == 201, created.json()
+    assert created.json()["config"] == {**config, "token": svc.MASK}
+    assert "ck-s3cr3t" not in created.content.decode() + admin_api.get(URL).content.decode()
+    shown = admin_api.get(f"{URL}/vectors").json()["config"]
+    changed = admin_api.put(
+        f"{URL}/vectors", {"type": "chromadb", "config": {**shown, "collection": "other"}}
+    )
+    assert changed.status_code == 200, changed.json()
+    stored = MemoryProvider.objects.get(name="vectors").config
+    assert (stored["token"], stored["collection"]) == ("ck-s3cr3t", "other")
+    bad = admin_api.put(f"{URL}/vectors", {"type": "chromadb", "config": {**shown, "token_header": "X-Key"}})
+    assert bad.status_code == 400 and error_fields(bad) == ["config.token_header"]
