@@ -156,6 +156,18 @@ DECISION = RuleFamily(
             template="Quit {}",
         ),
         rule(
+            "signed_up",
+            rf"\b(?:I|we)(?:{Q}ve|\s+have)?\s+(?:just\s+|finally\s+|officially\s+|already\s+)?(?:signed\s+up|enrolled|enroled|registered)\s+(?:for|in|to)\s+{phrase(EN_CLAUSE)}",
+            anchors=("signed", "enrolled", "enroled", "registered"),
+            template="Signed up for {}",
+        ),
+        rule(
+            "agreed_on",
+            rf"\b(?:I|we)(?:{Q}ve|\s+have)?\s+(?:finally\s+|just\s+|eventually\s+)?(?:agreed\s+on|landed\s+on|went\s+for|gone\s+for|decided\s+on|narrowed\s+it\s+down\s+to)\s+(?!(?:nothing|anything|that|this|it|something)\b){phrase(EN_CLAUSE + '|over|instead')}",
+            anchors=("agreed", "landed", "went", "gone", "decided", "narrowed"),
+            template="Chose {}",
+        ),
+        rule(
             "my_plan_is",
             rf"\b(?:my|our)\s+plan\s+is\s+to\s+{phrase(EN_CLAUSE)}",
             anchors=("plan",),

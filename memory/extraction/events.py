@@ -46,7 +46,7 @@ EVENT = RuleFamily(
         ),
         rule(
             "im_doing_on",
-            rf"(?:{IM}|\bwe{Q}re|\bwe\s+are)\s+((?!going|gonna|planning(?!\s+(?:a|an|our|my|the)\s)|thinking|considering|moving\s+to|switching|trying|asking|hoping)[a-z]+ing\b[^.,\n!?;]*?\s{EN_DATE}[^.,\n!?;]*)",
+            rf"(?:{IM}|\bwe{Q}re|\bwe\s+are)\s+((?!going|gonna|planning(?!\s+(?:a|an|our|my|the)\s)|thinking|considering|moving\s+(?:to|my|our|the|all)\s|switching|migrating|porting|trying|asking|hoping)[a-z]+ing\b[^.,\n!?;]*?\s{EN_DATE}[^.,\n!?;]*)",
             anchors=("i", "im", "we"),
             template="Event: {}",
         ),
@@ -78,7 +78,7 @@ EVENT = RuleFamily(
         # "My daughter starts kindergarten in September", "Our son turns 3 on Tuesday".
         rule(
             "my_x_verb_on",
-            rf"\b(?:my|our)\s+{_OTHERS}([^.,\n!?;]{{2,40}}?\s+(?:starts|begins|ends|leaves|departs|lands|arrives|graduates|turns|finishes|opens|closes|launches|happens|kicks\s+off|takes\s+place|comes\s+out)\b[^.,\n!?;]{{0,30}}?\s{EN_DATE}[^.!?;\n]*)",
+            rf"\b(?:my|our)\s+{_OTHERS}([^.,\n!?;]{{2,40}}?\s+(?:starts|begins|ends|leaves|departs|lands|arrives|graduates|turns|finishes|opens|closes|launches|happens|kicks\s+off|takes\s+place|comes\s+out|start|begin|end|finish)\b[^.,\n!?;]{{0,30}}?\s{EN_DATE}[^.!?;\n]*)",
             anchors=(
                 "starts",
                 "begins",
@@ -97,6 +97,10 @@ EVENT = RuleFamily(
                 "kicks",
                 "takes",
                 "comes",
+                "start",
+                "begin",
+                "end",
+                "finish",
             ),
             template="Event: {}",
         ),

@@ -7,16 +7,15 @@ relationship status (:data:`~memory.extraction.vocabulary.NOT_JOB_FR`).
 
 from __future__ import annotations
 
+from memory.extraction.french_household import EVENT, FAMILY, PET, RELATIONSHIP, WE
 from memory.extraction.scanner import Rule, rule
 from memory.extraction.vocabulary import (
+    END,
     FR_CLAUSE,
-    FR_COUNT,
-    FR_DATE,
-    FR_KIN,
-    FR_PETS,
     FR_TOOL_STOPS,
     NOT_JOB_FR,
     TECH,
+    WS,
     B,
     Q,
     inner,
@@ -26,10 +25,10 @@ from memory.extraction.vocabulary import (
 
 __all__ = ["RULES"]
 
+# Where a place or an employer ends before "l'an dernier", "l'année prochaine".
+_LAST_YEAR = r"l['’]an|l['’]année"
 # Adverbs between a verb and its object ("je code principalement en Java").
 _ADV = r"(?:(?:surtout|principalement|essentiellement|beaucoup|aussi|souvent|toujours|plutôt|uniquement|maintenant|vraiment|quasiment|tous\s+les\s+jours)\s+)?"
-_WE = rf"(?:j{Q}ai|on\s+a|nous\s+avons)"
-_STATUS = r"mariée?s?|pacsée?s?|célibataire|fiancée?s?|divorcée?s?|séparée?s?|veuf|veuve|en\s+couple"
 # Capitalised after "je suis" but not a name ("Je suis Français").
 _DEMONYM = (
     r"français|française|belge|suisse|canadien|canadienne|québécois|québécoise|parisien|parisienne|italien|"
@@ -119,6 +118,57 @@ _PREFERENCE = (
         polarity="positive",
         template="Aime {}",
     ),
+    # Colloquial French drops the "ne": "je supporte pas les bruits de bouche".
+    rule(
+        "fr_supporte_pas_oral",
+        r"\bje\s+(?:supporte|peux\s+pas\s+supporter|peux\s+pas\s+voir|supporte\s+vraiment|supporte\s+plus)\s+(?:pas\s+)?([^.,\n]+)",
+        anchors=("supporte", "supporter", "voir"),
+        polarity="negative",
+        template="N'aime pas : {}",
+    ),
+    rule(
+        "fr_pas_fan",
+        rf"\bje\s+(?:ne\s+)?suis\s+pas\s+(?:trop\s+|très\s+|vraiment\s+|du\s+tout\s+|une?\s+)?(?:grande?\s+)?(?:fan|fana|amateur|amatrice)\s+(?:des|du|de|d['’]){_NOT_YOURS}([^.,\n]+)",
+        anchors=("suis",),
+        polarity="negative",
+        template="N'aime pas : {}",
+    ),
+    rule(
+        "fr_apprecie",
+        rf"\bj{Q}(?:apprécie|aime\s+bien)\s+(?:beaucoup\s+|vraiment\s+|particulièrement\s+)?([^.,\n]+)",
+        anchors=("apprécie", "bien"),
+        polarity="positive",
+        template="Aime {}",
+    ),
+    # "le jazz, c'est mon truc" / "le rap, c'est pas trop mon truc".
+    rule(
+        "fr_mon_truc",
+        rf"(?:^|[.!?\n]\s*)((?!(?:ça|ca|cela|ce|il|elle|tu|vous)\b)[^.,\n!?;]{{2,40}}?)\s*,?\s+c{Q}est\s+(?:vraiment\s+|trop\s+)?(?:mon\s+truc|ma\s+passion|mon\s+kiff|mon\s+péché\s+mignon)",
+        anchors=("truc", "passion", "kiff", "péché"),
+        polarity="positive",
+        template="Aime {}",
+    ),
+    rule(
+        "fr_pas_mon_truc",
+        rf"(?:^|[.!?\n]\s*)((?!(?:ça|ca|cela|ce|il|elle|tu|vous)\b)[^.,\n!?;]{{2,40}}?)\s*,?\s+(?:c{Q}est|ce\s+n{Q}est|c{Q}est\s+vraiment)\s+pas\s+(?:trop\s+|vraiment\s+|du\s+tout\s+)?(?:mon\s+truc|pour\s+moi|ma\s+tasse\s+de\s+thé)",
+        anchors=("truc", "moi", "thé"),
+        polarity="negative",
+        template="N'aime pas : {}",
+    ),
+    rule(
+        "fr_allergique",
+        r"\bje\s+suis\s+(?:très\s+)?(?:allergique|intolérante?)\s+(?:à|a|au|aux)\s+([^.,\n]+)",
+        anchors=("allergique", "intolérant", "intolérante"),
+        polarity="negative",
+        template="Allergique à {}",
+    ),
+    rule(
+        "fr_mange_pas",
+        rf"\bje\s+(?:ne\s+)?(?:mange|bois)\s+(?:pas|plus|jamais)\s+(?:de\s+|d{Q})([^.,\n]+)",
+        anchors=("mange", "bois"),
+        polarity="negative",
+        template="Ne consomme pas : {}",
+    ),
     rule(
         "fr_diet",
         r"\bje\s+suis\s+((?:végétarien|végétalien|pescétarien)(?:ne)?|végane?|vegan)",
@@ -155,7 +205,7 @@ _DECISION = (
     ),
     rule(
         "fr_opte",
-        rf"\b{_WE}\s+(?:finalement\s+)?opté\s+pour\s+{phrase(FR_CLAUSE)}",
+        rf"\b{WE}\s+(?:finalement\s+)?opté\s+pour\s+{phrase(FR_CLAUSE)}",
         anchors=("opté",),
         template="A choisi {}",
     ),
@@ -164,6 +214,24 @@ _DECISION = (
         rf"\b(?:je\s+pars|on\s+part|nous\s+partons)\s+sur\s+{phrase(FR_CLAUSE)}",
         anchors=("pars", "part", "partons"),
         template="Va utiliser {}",
+    ),
+    rule(
+        "fr_inscrit",
+        rf"\b(?:je\s+me\s+suis|on\s+s{Q}est|nous\s+nous\s+sommes|je\s+viens\s+de\s+m{Q})\s*(?:inscrit|inscrite|inscrits|inscrites|inscrire)\s+(?:à|a|au|aux|en|pour)\s+{phrase(FR_CLAUSE)}",
+        anchors=("inscrit", "inscrite", "inscrits", "inscrites", "inscrire"),
+        template="S'est inscrit à {}",
+    ),
+    rule(
+        "fr_va_passer_a",
+        rf"\b(?:je\s+vais|on\s+va|nous\s+allons)\s+(?:passer|migrer|basculer)\s+(?:à|a|au|sur|sous|vers)\s+{phrase(FR_CLAUSE)}",
+        anchors=("passer", "migrer", "basculer"),
+        template="Va passer à {}",
+    ),
+    rule(
+        "fr_arrete",
+        rf"\b(?:j{Q}ai|on\s+a|nous\s+avons)\s+(?:enfin\s+|finalement\s+)?(?:arrêté|quitté|lâché|démissionné\s+de)\s+((?:de\s+|d{Q}|le\s+|la\s+|les\s+|mon\s+|ma\s+)[^.,\n!?;]+)",
+        anchors=("arrêté", "quitté", "lâché", "démissionné"),
+        template="A arrêté {}",
     ),
     rule(
         "fr_passe_a",
@@ -177,8 +245,8 @@ _DECISION = (
 _NAME = (
     rule(
         "fr_nom",
-        rf"\b(?:je\s+m{Q}appelle|moi\s*,?\s+c{Q}est|mon\s+(?:pré)?nom\s+est)\s+{words(3)}",
-        anchors=("appelle", "est"),
+        rf"\b(?:je\s+m{Q}appelle|moi\s*,?\s+c{Q}est|mon\s+(?:pré)?nom\s*,?\s+(?:est|c{Q}est)|(?:tu\s+peux|vous\s+pouvez)\s+m{Q}appeler|appelle-moi|appelez-moi)\s+{words(3)}",
+        anchors=("appelle", "est", "appeler", "moi"),
         template="S'appelle {}",
     ),
     # What others call the user: "tout le monde m'appelle Clem", "mes amis m'appellent Manu".
@@ -208,7 +276,7 @@ _RESIDENCE = (
     ),
     rule(
         "fr_demenage",
-        rf"\b(?:je\s+viens\s+d(?:e\s+|{Q})|j{Q}ai|on\s+a|nous\s+avons|on\s+vient\s+d(?:e\s+|{Q}))\s*(?:déménager|déménagé|emménager|emménagé)\s+(?:à|a|au|aux|en|dans|sur)\s+{phrase(FR_CLAUSE + '|avec|pour|l{Q}|cet|cette|il')}",
+        rf"\b(?:je\s+viens\s+d(?:e\s+|{Q})|j{Q}ai|on\s+a|nous\s+avons|on\s+vient\s+d(?:e\s+|{Q}))\s*(?:déménager|déménagé|emménager|emménagé)\s+(?:à|a|au|aux|en|dans|sur)\s+{phrase(FR_CLAUSE + '|avec|pour|cet|cette|il|' + _LAST_YEAR)}",
         anchors=("déménager", "déménagé", "emménager", "emménagé"),
         template="Habite à {}",
     ),
@@ -218,10 +286,41 @@ _RESIDENCE = (
         anchors=("suis", "est", "sommes"),
         template="Habite à {}",
     ),
+    rule(
+        "fr_installe_pronominal",
+        rf"\b(?:je\s+me\s+suis|on\s+s{Q}est|nous\s+nous\s+sommes|je\s+viens\s+de\s+m{Q}|on\s+vient\s+de\s+s{Q}|je\s+vais\s+m{Q}|on\s+va\s+s{Q})\s*(?:installé|installée|installés|installées|installer|établi|établie|établis|établies|établir)\s+(?:à|a|au|aux|en|dans|sur|près\s+de)\s+{phrase(FR_CLAUSE + '|avec|pour|maintenant|depuis|cet|cette|il|' + _LAST_YEAR)}",
+        anchors=(
+            "installé",
+            "installée",
+            "installés",
+            "installées",
+            "installer",
+            "établi",
+            "établie",
+            "établis",
+            "établir",
+        ),
+        template="Habite à {}",
+    ),
+    rule(
+        "fr_achete_maison",
+        rf"\b(?:acheté|acheter|achète|achetons|loue|louons|louer|loué)\s+(?:une?\s+|notre\s+|mon\s+|ma\s+)?(?:petite?\s+)?(?:maison|appart|appartement|studio|logement|chambre|coloc)\s+(?:à|a|en|au|dans|près\s+de)\s+{phrase(FR_CLAUSE + '|avec|pour|depuis|cet|cette|il|' + _LAST_YEAR)}",
+        anchors=("maison", "appart", "appartement", "studio", "logement", "chambre", "coloc"),
+        template="Habite à {}",
+        case="proper",
+    ),
+    # "je suis à Rouen maintenant", "on est à Lyon depuis deux ans".
+    rule(
+        "fr_suis_a_place",
+        rf"\b(?:je\s+suis|on\s+est|nous\s+sommes|j{Q}habite|je\s+vis)\s+(?:maintenant\s+|désormais\s+)?(?:à|a)\s+([^{WS}{END}]+(?:(?:\s+|-)(?!(?:maintenant|désormais|depuis|en){B})[^{WS}{END}]+)?)(?=\s+(?:maintenant|désormais|depuis|en\s+ce\s+moment){B}|\s*[.!]|\s*$)",
+        anchors=("suis", "est", "sommes", "habite", "vis"),
+        template="Habite à {}",
+        case="proper",
+    ),
     # "je bosse comme graphiste à Nantes": where one works, when it is a place's name.
     rule(
         "fr_works_in_place",
-        rf"\bje\s+(?:suis\s+(?!(?:{NOT_JOB_FR}){B})|travaille\s+|bosse\s+)[^.,\n!?;]{{1,40}}?\s+(?:à|a)\s+(?!(?:{TECH})(?![a-z+#])){phrase(FR_CLAUSE + '|avec|pour|chez|depuis|comme|l{Q}an')}",
+        rf"\bje\s+(?:suis\s+(?!(?:{NOT_JOB_FR}){B})|travaille\s+|bosse\s+)[^.,\n!?;]{{1,40}}?\s+(?:à|a)\s+(?!(?:{TECH})(?![a-z+#])){phrase(FR_CLAUSE + '|avec|pour|chez|depuis|comme|' + _LAST_YEAR)}",
         anchors=("suis", "travaille", "bosse"),
         template="Vit ou travaille à {}",
         case="proper",
@@ -247,6 +346,35 @@ _JOB = (
         r"\bje\s+suis\s+(à\s+la\s+retraite|(?:retraité|retraitée)|au\s+chômage|(?:étudiant|étudiante)(?:\s+en\s+[^.,\n]+)?)",
         anchors=("retraite", "retraité", "retraitée", "chômage", "étudiant", "étudiante"),
         template="Est {}",
+    ),
+    # "…, dev front chez Qonto": a role, then "chez" and a capitalised name, is an employer.
+    rule(
+        "fr_chez_employer",
+        rf"(?:^|[,;:]\s*)(?:(?!(?:je|j|on|nous|tu|il|elle|ils|elles|vous|et|mais|mon|ma|mes|son|sa|ses|notre|nos|leur|leurs|le|la|les|un|une|des|rendez-vous|rdv|entretien|travaille|bosse|dîne|dîner|mange|manger|dors|dormir|vais|aller|passe|passer|suis|est|reste|rester)\b)[a-zà-ÿ'’-]+\s+){{1,3}}chez\s+(?!(?:moi|toi|lui|elle|nous|vous|eux|le|la|les|mes|mon|ma|ses|des|un|une)\b){phrase(FR_CLAUSE + '|comme|depuis|en|à|pour|' + _LAST_YEAR)}",
+        anchors=("chez",),
+        template="Travaille chez {}",
+        case="proper",
+    ),
+    rule(
+        "fr_embauche_chez",
+        rf"\b(?:je\s+suis\s+(?:en\s+poste|embauchée?|salariée?|stagiaire|en\s+stage|en\s+alternance|en\s+cdi|en\s+cdd|prestataire)|je\s+viens\s+d{Q}être\s+embauchée?|j{Q}ai\s+été\s+embauchée?|je\s+viens\s+de\s+commencer|j{Q}ai\s+commencé|je\s+commence|je\s+suis\s+entrée?)\s+chez\s+{phrase(FR_CLAUSE + '|comme|depuis|en|à|pour|' + _LAST_YEAR)}",
+        anchors=("chez",),
+        template="Travaille chez {}",
+        case="proper",
+    ),
+    # "Je suis Antoine, développeur web": the words after a name given, before the next clause.
+    rule(
+        "fr_name_then_role",
+        rf"\b(?:je\s+suis|moi\s*,?\s+c{Q}est|je\s+m{Q}appelle)\s+[^{WS}{END}]+\s*,\s*(?!(?:je|j|et|mais|on|nous|tu|vous|il|elle|merci|bonjour|salut|alors|donc|enfin|ici|voilà|{NOT_JOB_FR}){B})((?:un\s+|une\s+)?[a-zà-ÿ-]+(?:\s+[a-zà-ÿ-]+){{0,3}}?(?:\s+chez\s+[^{WS}{END}]+(?:\s+[^{WS}{END}]+)?)?)(?=\s*(?:[.,!;]|$|à{B}|depuis{B}|dans{B}))",
+        anchors=("suis", "est", "appelle"),
+        template="Est {}",
+        case="not_name",
+    ),
+    rule(
+        "fr_enseigne",
+        rf"\bj{Q}enseigne\s+{phrase(FR_CLAUSE + '|depuis')}",
+        anchors=("enseigne",),
+        template="Enseigne {}",
     ),
     rule(
         "fr_statut",
@@ -283,109 +411,33 @@ _TOOL = (
         template="Utilise {}",
         case="proper",
     ),
+    # The items after the first of a list of tools: "j'utilise VS Code et un peu Vim".
+    rule(
+        "fr_outil_suivant",
+        rf"\b(?:j{Q}utilise|on\s+utilise|nous\s+utilisons|je\s+code\s+(?:en|avec)|je\s+bosse\s+(?:avec|sous)|on\s+bosse\s+(?:avec|sous))\s+[^.\n!?;]{{1,40}}?(?:,|\s+et)\s+(?:un\s+peu\s+(?:de\s+|d{Q})?|aussi\s+|parfois\s+|surtout\s+|du\s+|de\s+l{Q}|le\s+|la\s+|en\s+|avec\s+)?{phrase(FR_TOOL_STOPS + '|aussi|parfois|pour|quand|un|une')}",
+        anchors=("utilise", "utilisons", "code", "bosse"),
+        template="Utilise {}",
+        case="named",
+    ),
+    rule(
+        "fr_outil_dernier",
+        rf"\b(?:j{Q}utilise|on\s+utilise|nous\s+utilisons|je\s+code\s+(?:en|avec))\s+[^.\n!?;]{{1,60}}\s+et\s+(?:un\s+peu\s+(?:de\s+|d{Q})?|aussi\s+|parfois\s+|surtout\s+|du\s+|de\s+l{Q}|le\s+|la\s+|en\s+|avec\s+)?{phrase(FR_TOOL_STOPS + '|aussi|parfois|pour|quand|un|une')}",
+        anchors=("utilise", "utilisons", "code"),
+        template="Utilise {}",
+        case="named",
+    ),
+    rule(
+        "fr_tourne_sous",
+        rf"\b(?:je\s+(?:tourne|suis)|on\s+(?:tourne|est))\s+(?:sous|sur)\s+{phrase(FR_TOOL_STOPS)}",
+        anchors=("tourne", "suis", "est"),
+        template="Utilise {}",
+        case="named",
+    ),
     rule(
         "fr_my_device",
         rf"\b(?:mon|ma)\s+(?:ordi|ordinateur|pc|portable|laptop|téléphone|tel|tél|smartphone|éditeur|ide|os|machine|setup|config|distrib|distribution|navigateur|langage)(?:\s+(?:principal|principale|perso|pro|actuel|actuelle))?\s+(?:c{Q}est|est)\s+(?:un\s+|une\s+|le\s+|la\s+)?{phrase(FR_TOOL_STOPS)}",
         anchors=("mon", "ma"),
         template="Utilise {}",
-    ),
-)
-
-_FAMILY = (
-    rule(
-        "fr_kin",
-        rf"\b(?:mon|ma|mes)\s+((?:{FR_KIN}){B}[^.,\n!?;]*)",
-        anchors=("mon", "ma", "mes"),
-        template="Famille : {}",
-    ),
-    rule(
-        "fr_ai_kin",
-        rf"\b{_WE}\s+({FR_COUNT}\s+(?:{FR_KIN}){B}[^.,\n!?;]*)",
-        anchors=("ai", "a", "avons"),
-        template="A {}",
-    ),
-    rule(
-        "fr_parent_de",
-        r"\bje\s+suis\s+((?:papa|maman|père|mère)\s+d[e'’][^.,\n!?;]+)",
-        anchors=("suis",),
-        template="Est {}",
-    ),
-    # "marié, avec deux filles", "en couple avec deux enfants"
-    rule(
-        "fr_status_avec_kin",
-        rf"\bje\s+suis\s+[^.!?\n]{{0,40}}?\b(?:{_STATUS}|papa|maman)\s*,?\s+(?:et\s+)?avec\s+({FR_COUNT}\s+(?:{FR_KIN}){B})",
-        anchors=("suis",),
-        template="A {}",
-    ),
-)
-
-_PET = (
-    rule(
-        "fr_ai_pet",
-        rf"\b{_WE}\s+({FR_COUNT}\s+(?:{FR_PETS}){B}[^.,\n!?;]*)",
-        anchors=("ai", "a", "avons"),
-        template="A {}",
-    ),
-    rule(
-        "fr_my_pet",
-        rf"\b(?:mon|ma|mes)\s+((?:{FR_PETS}){B}[^.,\n!?;]*)",
-        anchors=("mon", "ma", "mes"),
-        template="Animal : {}",
-    ),
-    rule(
-        "fr_adopte_pet",
-        rf"\b{_WE}\s+(?:adopté|recueilli|pris)\s+({FR_COUNT}\s+(?:{FR_PETS}){B}[^.,\n!?;]*)",
-        anchors=("adopté", "recueilli", "pris"),
-        template="A {}",
-    ),
-)
-
-_RELATIONSHIP = (
-    rule(
-        "fr_status",
-        rf"\bje\s+suis\s+((?:{_STATUS})(?:\s+(?:avec|à|depuis)\s+[^.,\n!?;]+)?)",
-        anchors=("suis",),
-        template="Est {}",
-    ),
-    # "je suis infirmier, marié, …": a status among the items of a "je suis" list.
-    rule(
-        "fr_status_in_list",
-        rf"\bje\s+suis\s+[^.!?\n]{{1,40}}?,\s*(?:et\s+)?((?:{_STATUS}){B})",
-        anchors=("suis",),
-        template="Est {}",
-    ),
-    rule(
-        "fr_partner",
-        rf"\b(?:mon|ma)\s+((?:copine|copain|compagne|compagnon|petite\s+amie|petit\s+ami|conjoint|conjointe|fiancée?|partenaire|chéri|chérie|mec|meuf){B}[^.,\n!?;]*)",
-        anchors=("mon", "ma"),
-        template="Partenaire : {}",
-    ),
-)
-
-_EVENT = (
-    rule(
-        "fr_pars",
-        rf"\bje\s+((?:pars(?!\s+sur{B})|vais|décolle|voyage|rentre|déménage|passe|commence|soutiens)\s+[^.,\n!?;]*?\s{FR_DATE}[^.,\n!?;]*)",
-        anchors=("pars", "vais", "décolle", "voyage", "rentre", "déménage", "passe", "commence", "soutiens"),
-        template="Événement : {}",
-    ),
-    rule(
-        "fr_ai_dated",
-        rf"\b(?:j{Q}ai|on\s+a)\s+((?:un|une|mon|ma|mes|des|notre)\s+[^.,\n!?;]*?\s{FR_DATE}[^.,\n!?;]*)",
-        anchors=("ai", "a"),
-        template="A {}",
-    ),
-    rule(
-        "fr_mon_x_est",
-        rf"\b(?:mon|ma|notre)\s+([^.,\n!?;]{{2,40}}?\s+(?:est|a\s+lieu|aura\s+lieu|sera|c{Q}est|tombe)\s+(?:prévue?\s+)?{FR_DATE}[^.!?;\n]*)",
-        anchors=("mon", "ma", "notre"),
-        template="Événement : {}",
-    ),
-    rule(
-        "fr_on_dated",
-        rf"\b(?:on|nous)\s+((?:part|partons|va|allons|se\s+marie|nous\s+marions|déménage|déménageons)\s+[^.,\n!?;]*?\s{FR_DATE}[^.,\n!?;]*)",
-        anchors=("part", "partons", "va", "allons", "marie", "marions", "déménage", "déménageons"),
-        template="Événement : {}",
     ),
 )
 
@@ -397,8 +449,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "residence": _RESIDENCE,
     "job": _JOB,
     "tool": _TOOL,
-    "family": _FAMILY,
-    "pet": _PET,
-    "relationship": _RELATIONSHIP,
-    "event": _EVENT,
+    "family": FAMILY,
+    "pet": PET,
+    "relationship": RELATIONSHIP,
+    "event": EVENT,
 }

@@ -44,15 +44,17 @@ _INTERROGATIVE = (
     r"[a-zàâçéèêëîïôûùüÿœ]+-(?:je|tu|il|elle|on|nous|vous|ils|elles)|"
     # Portuguese
     r"onde|qual|quais|quando|como|por\s+que|porque|quem|quanto|quantos|quantas|será|sera|devo|"
-    r"posso|podes|pode|poderia"
+    r"posso|podes|pode(?!m?\s+me\s+chamar)|poderia"
 )
 _REQUEST = (
     r"please(?!\s+(?:keep\s+in\s+mind|note|remember|be\s+aware))|pls|plz|kindly|use|write|tell|give|help|"
     r"make|let's|lets|let\s+me|do\s+not|translate|explain|summarize|summarise|draft|generate|fix|act|show|"
     r"create|list|find|check|describe|compare|recommend|suggest|pretend|imagine|suppose|assume|assuming|"
-    r"hypothetically|maybe|perhaps|not\s+sure|you|you're|thanks|thank|"
+    r"hypothetically|maybe|perhaps|not\s+sure|you(?!\s+(?:can|may)\s+(?:just\s+)?(?:call|address)\s+me\s)|you're|"
+    r"thanks|thank|"
     r"utilise|utilisez|écris|écrivez|ecris|donne|donnez|explique|expliquez|traduis|traduisez|aide|aidez|"
-    r"fais|faites|montre|merci|dis|dites|imaginons|supposons|admettons|résume|rédige|corrige|si|tu|vous|"
+    r"fais|faites|montre|merci|dis|dites|imaginons|supposons|admettons|résume|rédige|corrige|si|"
+    r"tu(?!\s+peux\s+m['’]appeler)|vous(?!\s+pouvez\s+m['’]appeler)|"
     r"usa|escreva|escreve|me\s+explica|me\s+explique|explique|explica|traduza|traduz|me\s+ajuda|ajude|"
     r"faça|faz|mostre|mostra|obrigado|obrigada|suponha|imagina|se|diga|me\s+diga|me\s+fala|resuma|crie|"
     r"gere|corrija|você|voce"
@@ -96,10 +98,15 @@ _REPORTING = re.compile(
 )
 
 
+# "in IT", written in capitals, is the field of work, not a pointer.
+_IT_FIELD = re.compile(r"(?:(?:in|at|into)\s+)?IT(?![\w'’-])")
+
+
 def phrase_allowed(phrase: str) -> bool:
     """``False`` when a captured ``phrase`` names nothing by itself or is reported speech (module doc)."""
     lowered = phrase.lower()
-    return not (_POINTER.match(lowered) or _REPORTING.match(lowered))
+    pointer = _POINTER.match(lowered) and not _IT_FIELD.match(phrase)
+    return not (pointer or _REPORTING.match(lowered))
 
 
 class Guard:

@@ -56,6 +56,19 @@ FAMILY = RuleFamily(
             template="Is a {}",
         ),
         rule("only_child", rf"{IM}\s+an\s+(only\s+child)", anchors=("only",), template="Is an {}"),
+        # "I'm the youngest of four", "I'm the middle child".
+        rule(
+            "birth_order",
+            rf"{IM}\s+the\s+((?:eldest|oldest|youngest|middle|second|third)(?:\s+(?:child|kid|one|sibling|daughter|son|of\s+(?:two|three|four|five|six|seven|eight|\d+)(?:\s+(?:kids|children|siblings|sisters|brothers))?)){B})",
+            anchors=("eldest", "oldest", "youngest", "middle", "second", "third"),
+            template="Is the {}",
+        ),
+        rule(
+            "pregnant",
+            rf"(?:{IM}|\bwe{Q}re|\bwe\s+are)\s+(?:finally\s+|now\s+)?((?:\d+\s+(?:weeks|months)\s+)?(?:pregnant|expecting)(?:\s+(?:with|again)[^.,\n!?;]*)?)(?=\s*(?:[{END}]|$|and|but|so))",
+            anchors=("pregnant", "expecting"),
+            template="Is {}",
+        ),
         # Ours.
         rule(
             "have_children",
@@ -118,6 +131,52 @@ PET = RuleFamily(
             template="Pet: {}",
         ),
         # Ours.
+        # Plural pets without a count: "we keep chickens", "I have cats".
+        rule(
+            "have_pets",
+            rf"\b(?:I|we)(?:{Q}ve\s+got|\s+have\s+got|\s+have|\s+keep|\s+own|\s+raise|\s+breed)\s+((?:pet\s+)?(?:chickens|hens|ducks|goats|bees|cats|dogs|rabbits|bunnies|hamsters|ferrets|parrots|budgies|horses|snakes|lizards|guinea\s+pigs|rats|mice|tortoises|sheep|alpacas|pigeons)(?:\s+(?:and|&)\s+{EN_COUNT}\s+[a-z-]+)?\b(?!\s+(?:{NOT_PET}){B}))",
+            anchors=(
+                "chickens",
+                "hens",
+                "ducks",
+                "goats",
+                "bees",
+                "cats",
+                "dogs",
+                "rabbits",
+                "bunnies",
+                "hamsters",
+                "ferrets",
+                "parrots",
+                "budgies",
+                "horses",
+                "snakes",
+                "lizards",
+                "pigs",
+                "rats",
+                "mice",
+                "tortoises",
+                "sheep",
+                "alpacas",
+                "pigeons",
+            ),
+            template="Has {}",
+        ),
+        # "I'm a dog mom", "a crazy cat lady": not a job but a pet.
+        rule(
+            "pet_parent",
+            rf"{IM}\s+(?:an?\s+)?(?:(?:proud|crazy|total|full-time|new)\s+)?(dog|cat|bunny|rabbit|bird|horse|fur|puppy|kitten)\s+(?:mom|mum|dad|mama|papa|parent|lady|guy|owner|baby\s+mama)\b",
+            anchors=("mom", "mum", "dad", "mama", "papa", "parent", "lady", "guy", "owner"),
+            template="Has a {}",
+        ),
+        # "We adopted a cat last month, her name is Mochi".
+        rule(
+            "pet_then_name",
+            rf"\b(?:{EN_PETS})\b[^.!?\n]{{0,60}}?,\s*(?:and\s+)?(?:his|her|its|their)\s+names?\s+(?:is|are|{Q}s)\s+([^{WS}{END}]+(?:\s+(?:and|&)\s+[^{WS}{END}]+)?)",
+            anchors=("name", "names"),
+            template="Pet named {}",
+            case="proper",
+        ),
         rule(
             "got_pet",
             rf"\b(?:I|we)(?:{Q}ve|\s+have|\s+just|\s+recently|\s+finally)*\s+(?:adopted|rescued|got|bought|brought\s+home|took\s+in)\s+({EN_COUNT}\s+(?:new\s+)?(?:[a-z-]+\s+){{0,2}}?(?:{EN_PETS})\b(?!\s+(?:{NOT_PET}){B}){_PET_TAIL})",
@@ -167,6 +226,14 @@ RELATIONSHIP = RuleFamily(
             rf"\b(?:I|we)(?:{Q}ve|\s+have)\s+been\s+((?:happily\s+)?(?:married|together|engaged|dating)\b[^.,\n!?;]*)",
             anchors=("married", "together", "engaged", "dating"),
             template="Has been {}",
+        ),
+        # "I'm dating someone new, her name is Zoe".
+        rule(
+            "partner_then_name",
+            rf"\b(?:dating|seeing|married\s+to|engaged\s+to|{EN_PARTNER}|wife|husband)\b[^.!?\n]{{0,40}}?,\s*(?:and\s+)?(?:his|her|their)\s+name\s+(?:is|{Q}s)\s+([^{WS}{END}]+)",
+            anchors=("name",),
+            template="Partner named {}",
+            case="proper",
         ),
         rule(
             "got_engaged",

@@ -17,6 +17,7 @@ from memory.extraction.vocabulary import (
     PT_KIN,
     PT_PETS,
     PT_TOOL_STOPS,
+    TECH,
     B,
     inner,
     phrase,
@@ -60,7 +61,7 @@ _PREFERENCE = (
     ),
     rule(
         "pt_fa",
-        rf"\b(?:eu\s+)?sou\s+(?:muito\s+|super\s+|um\s+|uma\s+|grande\s+)*((?:fã|fanátic[oa]|apaixonad[oa]|viciad[oa]|louc[oa])\s+(?:de|do|da|dos|das|por|pelo|pela|pelos|pelas|em|no|na)\s+(?!(?:você|voce|seu|sua|teu|tua|isso|isto){B})[^.,\n]+)",
+        rf"(?<!não\s)(?<!nao\s)\b(?:eu\s+)?sou\s+(?:muito\s+|super\s+|um\s+|uma\s+|grande\s+)*((?:fã|fanátic[oa]|apaixonad[oa]|viciad[oa]|louc[oa])\s+(?:de|do|da|dos|das|por|pelo|pela|pelos|pelas|em|no|na)\s+(?!(?:você|voce|seu|sua|teu|tua|isso|isto){B})[^.,\n]+)",
         anchors=("sou",),
         polarity="positive",
         template="É {}",
@@ -87,6 +88,42 @@ _PREFERENCE = (
         ),
         polarity="positive",
         template="Favorito: {}",
+    ),
+    rule(
+        "pt_nao_sou_fa",
+        r"\b(?:eu\s+)?n(?:ão|ao)\s+sou\s+(?:muito\s+|tão\s+|um\s+|uma\s+|grande\s+)*(?:fã|fan|chegado|chegada)\s+(?:dos|das|do|da|de)\s+([^.,\n]+)",
+        anchors=("sou",),
+        polarity="negative",
+        template="Não gosta de {}",
+    ),
+    # "samba é a minha praia" / "futebol não é muito a minha praia".
+    rule(
+        "pt_minha_praia",
+        r"(?:^|[.!?\n]\s*)((?!(?:isso|isto|aquilo|ele|ela|você|voce)\b)[^.,\n!?;]{2,40}?)(?<!não)(?<!nao)\s*,?\s+(?:é|e)\s+(?:muito\s+|total(?:mente)?\s+)?(?:a\s+)?(?:minha\s+praia|minha\s+paixão|meu\s+xodó|tudo\s+pra\s+mim)",
+        anchors=("praia", "paixão", "xodó", "tudo"),
+        polarity="positive",
+        template="Gosta de {}",
+    ),
+    rule(
+        "pt_nao_minha_praia",
+        r"(?:^|[.!?\n]\s*)((?!(?:isso|isto|aquilo|ele|ela|você|voce)\b)[^.,\n!?;]{2,40}?)\s*,?\s+n(?:ão|ao)\s+(?:é|e)\s+(?:muito\s+|bem\s+)?(?:a\s+)?(?:minha\s+praia|pra\s+mim|para\s+mim|(?:muito\s+)?(?:a\s+)?minha\s+(?:praia|vibe))",
+        anchors=("praia", "mim", "vibe"),
+        polarity="negative",
+        template="Não gosta de {}",
+    ),
+    rule(
+        "pt_alergia",
+        r"\b(?:eu\s+)?(?:sou\s+(?:muito\s+)?(?:alérgico|alérgica|intolerante)|tenho\s+(?:alergia|intolerância))\s+(?:a|à|ao|aos|às|de|do|da)\s+([^.,\n]+)",
+        anchors=("alérgico", "alérgica", "intolerante", "alergia", "intolerância"),
+        polarity="negative",
+        template="Alérgico a {}",
+    ),
+    rule(
+        "pt_nao_como",
+        r"\b(?:eu\s+)?n(?:ão|ao)\s+(?:como|bebo)\s+(?!(?:nada|muito|bem|mais|agora|hoje)\b)([^.,\n]+)",
+        anchors=("como", "bebo"),
+        polarity="negative",
+        template="Não consome {}",
     ),
     rule(
         "pt_odeio",
@@ -137,6 +174,24 @@ _DECISION = (
         template="Escolheu {}",
     ),
     rule(
+        "pt_pretendo",
+        rf"\b(?:eu\s+)?(?:pretendo|planejo|pretendemos|planejamos|estou\s+planejando|tô\s+planejando)\s+{phrase(PT_CLAUSE)}",
+        anchors=("pretendo", "planejo", "pretendemos", "planejamos", "planejando"),
+        template="Pretende {}",
+    ),
+    rule(
+        "pt_me_inscrevi",
+        rf"\b(?:eu\s+)?(?:me\s+inscrevi|nos\s+inscrevemos|me\s+matriculei|fiz\s+inscrição)\s+(?:em|no|na|nos|nas|para|pra|pro|num|numa)\s+{phrase(PT_CLAUSE)}",
+        anchors=("inscrevi", "inscrevemos", "matriculei", "inscrição"),
+        template="Se inscreveu em {}",
+    ),
+    rule(
+        "pt_parei",
+        r"\b(?:eu\s+)?((?:larguei|parei\s+de|deixei\s+de|pedi\s+demissão|saí\s+d[oa])\s*[^.,\n!?;]*)",
+        anchors=("larguei", "parei", "deixei", "demissão", "saí"),
+        template="Decidiu: {}",
+    ),
+    rule(
         "pt_vou_mudar",
         r"\b(?:eu\s+)?vou\s+(?:me\s+)?((?:mudar|largar|sair|aprender|comprar|trocar|começar|parar|estudar|abrir|vender|adotar|pedir\s+demissão)[^.,\n]*)",
         anchors=("vou",),
@@ -147,8 +202,8 @@ _DECISION = (
 _NAME = (
     rule(
         "pt_nome",
-        rf"\b(?:(?:meu\s+nome|o\s+meu\s+nome)\s+é|(?:eu\s+)?me\s+chamo|pode\s+me\s+chamar\s+de|me\s+chamam\s+de)\s+{words(3)}",
-        anchors=("nome", "chamo", "chamar", "chamam"),
+        rf"\b(?:(?:meu\s+nome|o\s+meu\s+nome)\s+é|(?:eu\s+)?me\s+chamo|(?:pode|podem)\s+me\s+chamar\s+de|me\s+chamam\s+de|me\s+chama\s+de)\s+{words(3)}",
+        anchors=("nome", "chamo", "chamar", "chamam", "chama"),
         template="Chama-se {}",
     ),
     # "Sou a Joana", "Aqui é o Pedro": one capitalised word closing the clause.
@@ -164,14 +219,14 @@ _NAME = (
 _RESIDENCE = (
     rule(
         "pt_moro",
-        rf"\b(?:eu\s+)?(?:moro|vivo|moramos|vivemos)\s+(?:sozinh[oa]\s+|atualmente\s+|hoje\s+|agora\s+)?(?:em|no|na|nos|nas|perto\s+de)\s+{phrase(PT_CLAUSE + '|com|agora')}",
-        anchors=("moro", "vivo", "moramos", "vivemos"),
+        rf"\b(?:eu\s+)?(?:moro|vivo|moramos|vivemos|a\s+gente\s+(?:mora|vive))\s+(?:sozinh[oa]\s+|atualmente\s+|hoje\s+|agora\s+)?(?:em|no|na|nos|nas|perto\s+de)\s+{phrase(PT_CLAUSE + '|com|agora')}",
+        anchors=("moro", "vivo", "moramos", "vivemos", "mora", "vive"),
         template="Mora em {}",
     ),
     rule(
         "pt_mudei",
-        rf"\b(?:eu\s+)?(?:me\s+mudei|mudei-me|nos\s+mudamos|mudamos)\s+(?:para|pra|pro)\s+(?:o\s+|a\s+)?{phrase(PT_CLAUSE + '|com|no|em')}",
-        anchors=("mudei", "mudamos"),
+        rf"\b(?:eu\s+)?(?:me\s+mudei|mudei-me|nos\s+mudamos|mudamos|a\s+gente\s+se\s+mudou|se\s+mudou|mudou-se)\s+(?:para|pra|pro)\s+(?:o\s+|a\s+)?{phrase(PT_CLAUSE + '|com|no|em')}",
+        anchors=("mudei", "mudamos", "mudou"),
         template="Mora em {}",
     ),
     rule(
@@ -180,10 +235,17 @@ _RESIDENCE = (
         anchors=("morando", "vivendo", "morar"),
         template="Mora em {}",
     ),
+    rule(
+        "pt_comprei_casa",
+        rf"\b(?:comprei|compramos|comprar|aluguei|alugamos|alugo|alugamos)\s+(?:uma?\s+|o\s+nosso\s+|a\s+nossa\s+|meu\s+|minha\s+)?(?:casa|apartamento|apê|ape|flat|kitnet|quarto)\s+(?:em|no|na|perto\s+de)\s+{phrase(PT_CLAUSE + '|com|há|desde')}",
+        anchors=("casa", "apartamento", "apê", "ape", "flat", "kitnet", "quarto"),
+        template="Mora em {}",
+        case="proper",
+    ),
     # "Sou advogado em São Paulo": where one works, when it is a place's name.
     rule(
         "pt_works_in_place",
-        rf"\b(?:eu\s+)?(?:sou|trabalho)\s+{_NOT_DEGREE}[^.,\n!?;]{{1,40}}?\s+em\s+(?!(?:ti|rh){B}){phrase(PT_CLAUSE + '|com|como|desde|no|na')}",
+        rf"\b(?:eu\s+)?(?:sou|trabalho)\s+{_NOT_DEGREE}(?:(?!\se\s)[^.,\n!?;]){{1,40}}?\s+em\s+(?!(?:ti|rh|{TECH}){B}){phrase(PT_CLAUSE + '|com|como|desde|no|na')}",
         anchors=("sou", "trabalho"),
         template="Mora ou trabalha em {}",
         case="proper",
@@ -203,6 +265,25 @@ _JOB = (
         anchors=("sou",),
         template="É {}",
         case="not_name",
+    ),
+    rule(
+        "pt_entrei_na",
+        rf"\b(?:eu\s+)?(?:entrei|comecei\s+a\s+trabalhar|comecei|fui\s+(?:contratado|contratada|efetivado|efetivada))\s+(?:na|no|pela|pelo|em)\s+{phrase(PT_CLAUSE + '|como|há|desde|semana|mês|ano|no|na|em|este|esta|ontem|hoje')}",
+        anchors=("entrei", "comecei", "contratado", "contratada", "efetivado", "efetivada"),
+        template="Trabalha em {}",
+        case="proper",
+    ),
+    rule(
+        "pt_dou_aula",
+        rf"\b(?:eu\s+)?(?:dou\s+aulas?|leciono|ensino)\s+((?:de\s+|d[oa]s?\s+)?{inner(PT_CLAUSE + '|há|desde')})",
+        anchors=("aula", "aulas", "leciono", "ensino"),
+        template="Dá aula {}",
+    ),
+    rule(
+        "pt_dono",
+        r"\b(?:eu\s+)?tenho\s+((?:uma?|minha|meu)\s+(?:própri[oa]\s+)?(?:loja|empresa|padaria|restaurante|bar|café|salão|clínica|escritório|agência|startup|oficina|academia|pousada|lanchonete|hamburgueria|barbearia)\b[^.,\n!?;]*)",
+        anchors=("tenho",),
+        template="É dono(a) de {}",
     ),
     rule(
         "pt_job_status",
@@ -231,6 +312,21 @@ _TOOL = (
         anchors=("programo", "desenvolvo", "codo"),
         template="Programa em {}",
     ),
+    # The items after the first of a list of tools: "a gente usa GitLab e Docker".
+    rule(
+        "pt_ferramenta_seguinte",
+        rf"\b(?:uso|utilizo|usamos|utilizamos|a\s+gente\s+usa|programo\s+em|trabalho\s+com)\s+[^.\n!?;]{{1,40}}?(?:,|\s+e)\s+(?:um\s+pouco\s+(?:de\s+)?|também\s+|às\s+vezes\s+|o\s+|a\s+)?{phrase(PT_TOOL_STOPS + '|também|pra|quando|um|uma')}",
+        anchors=("uso", "utilizo", "usamos", "utilizamos", "usa", "programo", "trabalho"),
+        template="Usa {}",
+        case="named",
+    ),
+    rule(
+        "pt_ferramenta_ultima",
+        rf"\b(?:uso|utilizo|usamos|utilizamos|a\s+gente\s+usa|programo\s+em)\s+[^.\n!?;]{{1,60}}\s+e\s+(?:um\s+pouco\s+(?:de\s+)?|também\s+|às\s+vezes\s+|o\s+|a\s+)?{phrase(PT_TOOL_STOPS + '|também|pra|quando|um|uma')}",
+        anchors=("uso", "utilizo", "usamos", "utilizamos", "usa", "programo"),
+        template="Usa {}",
+        case="named",
+    ),
     rule(
         "pt_my_device",
         rf"\b(?:meu|minha)\s+(?:notebook|computador|pc|laptop|celular|telefone|editor|ide|sistema|setup|máquina|linguagem)(?:\s+(?:principal|atual|de\s+trabalho))?\s+(?:é|e)\s+(?:um\s+|uma\s+|o\s+|a\s+)?{phrase(PT_TOOL_STOPS)}",
@@ -242,8 +338,8 @@ _TOOL = (
 _FAMILY = (
     rule(
         "pt_kin",
-        rf"\b(?:meu|minha|meus|minhas)\s+((?:{PT_KIN}){B}[^.,\n!?;]*)",
-        anchors=("meu", "minha", "meus", "minhas"),
+        rf"\b(?:meu|minha|meus|minhas|nosso|nossa|nossos|nossas)\s+((?:{PT_KIN}){B}[^.,\n!?;]*)",
+        anchors=("meu", "minha", "meus", "minhas", "nosso", "nossa", "nossos", "nossas"),
         template="Família: {}",
     ),
     rule(
@@ -251,6 +347,12 @@ _FAMILY = (
         rf"{_HAVE}\s+({PT_COUNT}\s+(?:{PT_KIN}){B}[^.,\n!?;]*)",
         anchors=("tenho", "temos"),
         template="Tem {}",
+    ),
+    rule(
+        "pt_gravida",
+        r"\b(?:eu\s+)?(?:estou|tô|to|sou)\s+((?:grávida|gravida)(?:\s+(?:de|do|da)\s+[^.,\n!?;]+)?|(?:filho|filha)\s+(?:único|única|unico|unica))",
+        anchors=("grávida", "gravida", "único", "única", "unico", "unica"),
+        template="Está {}",
     ),
     rule(
         "pt_sou_mae",
@@ -269,9 +371,16 @@ _PET = (
     ),
     rule(
         "pt_my_pet",
-        rf"\b(?:meu|minha|meus|minhas)\s+((?:{PT_PETS}){B}[^.,\n!?;]*)",
-        anchors=("meu", "minha", "meus", "minhas"),
+        rf"\b(?:meu|minha|meus|minhas|nosso|nossa|nossos|nossas)\s+((?:{PT_PETS}){B}[^.,\n!?;]*)",
+        anchors=("meu", "minha", "meus", "minhas", "nosso", "nossa", "nossos", "nossas"),
         template="Animal: {}",
+    ),
+    rule(
+        "pt_pet_name",
+        rf"\b(?:{PT_PETS}){B}[^.!?\n]{{0,40}}?(?:,\s*|\s+)(?:(?:ele|ela)\s+se\s+chama|que\s+se\s+chama|chamado|chamada|o\s+nome\s+del[ea]\s+é)\s+{words(1)}",
+        anchors=("chama", "chamado", "chamada", "nome"),
+        template="Animal: {}",
+        case="proper",
     ),
     rule(
         "pt_adotei",
@@ -287,6 +396,22 @@ _RELATIONSHIP = (
         r"\b(?:eu\s+)?(?:sou|estou)\s+((?:casad[oa]|solteir[oa]|noiv[oa]|divorciad[oa]|separad[oa]|viúv[oa]|namorando)(?:\s+(?:com|há|desde)\s+[^.,\n!?;]+)?)",
         anchors=("sou", "estou"),
         template="É {}",
+    ),
+    rule(
+        "pt_casei",
+        r"\b(?:eu\s+)?((?:me\s+casei|casei|nos\s+casamos|casamos|fiquei\s+(?:noivo|noiva)|ficamos\s+noivos|me\s+separei|nos\s+separamos|me\s+divorciei|namoro)(?:\s+(?:com|há|desde)\s+[^.,\n!?;]+)?)",
+        anchors=(
+            "casei",
+            "casamos",
+            "noivo",
+            "noiva",
+            "noivos",
+            "separei",
+            "separamos",
+            "divorciei",
+            "namoro",
+        ),
+        template="Relacionamento: {}",
     ),
     rule(
         "pt_partner",
@@ -308,6 +433,25 @@ _EVENT = (
         "pt_viajo",
         rf"\b(?:eu\s+)?((?:viajo|embarco|volto|vou|viajamos|vamos)\s+(?!me\s+mudar|nos\s+mudar|usar|utilizar|adotar|migrar)[^.,\n!?;]*?\s{PT_DATE}[^.,\n!?;]*)",
         anchors=("viajo", "embarco", "volto", "vou", "viajamos", "vamos"),
+        template="Evento: {}",
+    ),
+    rule(
+        "pt_passado_dated",
+        rf"\b(?:eu\s+)?((?:passei|fiz|tive|corri|terminei|defendi|voltei|viajei|me\s+formei|formei-me|comemorei|ganhei|recebi)\s+[^.,\n!?;]*?\s{PT_DATE}[^.,\n!?;]*)",
+        anchors=(
+            "passei",
+            "fiz",
+            "tive",
+            "corri",
+            "terminei",
+            "defendi",
+            "voltei",
+            "viajei",
+            "formei",
+            "comemorei",
+            "ganhei",
+            "recebi",
+        ),
         template="Evento: {}",
     ),
     rule(

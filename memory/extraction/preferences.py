@@ -135,7 +135,7 @@ PREFERENCE = RuleFamily(
         ),
         rule(
             "is_my_favourite",
-            r"(?:^|[.!?\n]\s*)([a-z][^.,\n!?]{1,40}?)\s+(?:is|are)\s+my\s+(?:all[- ]time\s+)?(?:favorite|favourite|fave|fav|go-to)\b",
+            r"(?:^|[.!?\n]\s*)([a-z][^.,\n!?]{1,40}?)\s+(?:is|are)\s+(?:still\s+|definitely\s+)?my\s+(?:all[- ]time\s+|absolute\s+|total\s+|personal\s+|top\s+|number\s+one\s+)?(?:favorite|favourite|fave|fav|go-to)\b",
             anchors=("favorite", "favourite", "fave", "fav", "go"),
             polarity="positive",
             template="Favourite: {}",
@@ -149,7 +149,7 @@ PREFERENCE = RuleFamily(
         ),
         rule(
             "not_fan_of",
-            rf"{IM}\s+not\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of\s+([^.,\n]+)",
+            rf"{IM}\s+(?:not\s+(?:a\s+|really\s+a\s+|much\s+of\s+a\s+)?|no\s+)(?:big\s+|huge\s+)?fan\s+of\s+([^.,\n]+)",
             anchors=("fan",),
             polarity="negative",
             template="Dislikes: {}",
@@ -222,6 +222,13 @@ PREFERENCE = RuleFamily(
             template="Dislikes: {}",
         ),
         rule(
+            "cant_get_enough",
+            rf"\b(?:I\s+)?(?:can{Q}?t|cannot|could\s+never)\s+get\s+enough\s+of\s+{phrase(_INTO_STOPS)}",
+            anchors=("enough",),
+            polarity="positive",
+            template="Loves {}",
+        ),
+        rule(
             "dont_eat",
             rf"\bI\s+{EN_ADV}?(?:don{Q}?t|do\s+not|no\s+longer)\s+((?:eat|drink)\s+{_FOOD}{inner(EN_PREF_STOPS)})",
             anchors=("eat", "drink"),
@@ -286,8 +293,8 @@ PREFERENCE = RuleFamily(
         ),
         rule(
             "rather",
-            rf"\b(?:I{Q}d|id)\s+(?:much\s+|really\s+|honestly\s+)?rather\s+(?!(?:not|you|we|they|he|she|die)\b){phrase(EN_PREF_STOPS)}",
-            anchors=("d", "id"),
+            rf"\b(?:I{Q}d|id|I\s+would)\s+(?:much\s+|really\s+|honestly\s+)?rather\s+(?!(?:not|you|we|they|he|she|die)\b){phrase(EN_PREF_STOPS)}",
+            anchors=("d", "id", "would"),
             polarity="positive",
             template="Would rather {}",
         ),
@@ -314,7 +321,7 @@ PREFERENCE = RuleFamily(
         ),
         rule(
             "not_x_person",
-            rf"{IM}\s+not\s+(?:really\s+|much\s+of\s+)?((?:a|an)\s+(?:[^{WS}{END}]+\s+){{0,2}}?(?:person|people|fan|lover|type|drinker|eater))\b(?!\s+of\b)",
+            rf"{IM}\s+(?:really\s+|just\s+|honestly\s+|definitely\s+)?not\s+(?:really\s+|much\s+of\s+)?((?:a|an)\s+(?:[^{WS}{END}]+\s+){{0,2}}?(?:person|people|fan|lover|type|drinker|eater))\b(?!\s+of\b)",
             anchors=("person", "people", "fan", "lover", "type", "drinker", "eater"),
             polarity="negative",
             template="Is not {}",

@@ -1,6 +1,6 @@
-"""The profile families that say who the user is: name, residence, job and employer, tools —
-the English rules, then the French and Portuguese ones (:mod:`memory.extraction.french`,
-:mod:`memory.extraction.portuguese`). Family, pets and relationships are in
+"""The profile families that say who the user is: name, residence, job and employer — the English
+rules, then the French and Portuguese ones (:mod:`memory.extraction.french`,
+:mod:`memory.extraction.portuguese`). Tools are in :mod:`memory.extraction.tools`. Family, pets and relationships are in
 :mod:`memory.extraction.household`, dated events in :mod:`memory.extraction.events`."""
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from memory.extraction.vocabulary import (
     EN_DAYS,
     EN_FIELDS,
     EN_MONTHS,
-    EN_SEASONS,
-    EN_TOOL_STOPS,
     END,
     IM,
     NOT_JOB,
@@ -34,14 +32,11 @@ from memory.extraction.vocabulary import (
     words_of,
 )
 
-__all__ = ["JOB", "NAME", "RESIDENCE", "TOOL"]
+__all__ = ["JOB", "NAME", "RESIDENCE"]
 
+# Where the place one moved to ends: "… to Singapore in March".
+_MOVED_STOPS = EN_CLAUSE + r"|with|for|now|in\s+(?:" + EN_MONTHS + ")|" + EN_AGO
 _PLACE_STOPS = EN_CLAUSE + "|with|for|now|at|as|since|these\\s+days|" + EN_AGO
-# What people write that is not a technology.
-_WRITTEN = (
-    r"english|french|spanish|german|portuguese|italian|chinese|japanese|arabic|russian|dutch|poetry|fiction|"
-    r"novels|songs|music|code|emails?|letters|articles|blogs?|essays|reports|books|stories|scripts|docs"
-)
 # "I live in fear of …": not a place.
 _IDIOM = r"fear|hope|denial|peace|harmony|terror|dread|the\s+(?:moment|past|present|future|now|cloud)"
 # "a student in Computer Science", "a researcher in AI": a field, not a place.
@@ -140,6 +135,22 @@ NAME = RuleFamily(
             anchors=("hi", "hey", "hello", "hiya", "yo"),
             template="Name is {}",
         ),
+        # "Zhang Wei is my name", not "That is my name" or "what is my name".
+        rule(
+            "is_my_name",
+            rf"(?:^|[.!?\n,]\s*)(?!(?:this|that|it|what|which|who|here|there)\b)([^{WS}{END}]+(?:\s+[^{WS}{END}]+)?)\s+(?:is|{Q}s)\s+my\s+(?:first\s+|real\s+|full\s+|given\s+)?name\b",
+            anchors=("name",),
+            template="Name is {}",
+            case="proper",
+        ),
+        # "It's Sam here", "it's Marguerite btw": not "it's Monday btw" or "it's Python by the way".
+        rule(
+            "it_s_name",
+            rf"(?:^|[.!?\n]\s*)(?:(?:hi|hey|hello|oh|ok)[,!]?\s+)?it{Q}s\s+(?!(?:{EN_DAYS}|{EN_MONTHS}|{TECH}|me|just|only|not|all|ok|okay|fine|true|late|early)\b){words(1)}(?=\s*,?\s*(?:here|again|btw|by\s+the\s+way|from\s){B})",
+            anchors=("s",),
+            template="Name is {}",
+            case="proper",
+        ),
         rule(
             "this_is_from",
             rf"\bthis\s+is\s+{words(1)}(?=\s+(?:from|here|speaking){B})",
@@ -183,13 +194,13 @@ RESIDENCE = RuleFamily(
         ),
         rule(
             "moved_to",
-            rf"\b(?:I|we)(?:{Q}ve|\s+have|\s+just|\s+recently|\s+finally)*\s+(?:moved|relocated)\s+(?:back\s+)?(?:from\s+[^.,\n]+?\s+)?to\s+(?!(?:{TECH}|a\s+new\s+(?:team|role|job|position|project|version))(?![a-z+#])){phrase(EN_CLAUSE + '|with|for|now|' + EN_AGO)}",
+            rf"\b(?:I|we)(?:{Q}ve|\s+have|\s+just|\s+recently|\s+finally)*\s+(?:moved|relocated)\s+(?:back\s+)?(?:from\s+[^.,\n]+?\s+)?to\s+(?!(?:{TECH}|an?\s|a\s+new\s+(?:team|role|job|position|project|version))(?![a-z+#])){phrase(_MOVED_STOPS)}",
             anchors=("moved", "relocated"),
             template="Lives in {}",
         ),
         rule(
             "moving_to",
-            rf"(?:{IM}|\bwe{Q}re|\bwe\s+are|\b(?:I|we)(?:{Q}ll|\s+will)\s+be)\s+(?:moving|relocating)\s+(?:back\s+)?to\s+{phrase(EN_CLAUSE + '|with|for|' + EN_AGO)}",
+            rf"(?:{IM}|\bwe{Q}re|\bwe\s+are|\b(?:I|we)(?:{Q}ll|\s+will)\s+be)\s+(?:moving|relocating)\s+(?:back\s+)?to\s+(?!an?\s){phrase(EN_CLAUSE + '|with|for|' + EN_AGO)}",
             anchors=("moving", "relocating"),
             template="Is moving to {}",
         ),
@@ -221,10 +232,26 @@ RESIDENCE = RuleFamily(
             template="Based in {}",
             case="proper",
         ),
+        # "I rent a room in Bilbao", "our flat in Kreuzberg is tiny": a home of one's own in a named place.
+        rule(
+            "home_in",
+            rf"(?:\b(?:I|we)\s+(?:currently\s+|now\s+|still\s+)?(?:rent|share|own)\s+|\b(?:my|our)\s+(?=(?:[a-z-]+\s+)?(?:room|flat|apartment|house|place|studio|condo|loft|home)\s+in\s+[^.,\n!?;]+?\s+(?:is|has|was)\b))(?:(?:a|an|our|my)\s+)?(?:[a-z-]+\s+)?(?:room|flat|apartment|house|place|studio|condo|loft|home)\s+in\s+{NOT_PLACE}{PLACE_PREFIX}{phrase(_PLACE_STOPS + '|is|has|was')}",
+            anchors=("room", "flat", "apartment", "house", "place", "studio", "condo", "loft", "home"),
+            template="Lives in {}",
+            case="proper",
+        ),
+        # "As a lawyer in Toronto, I …".
+        rule(
+            "as_a_in",
+            rf"\bas\s+an?\s+[^.,\n!?;]{{1,40}}?\s+in\s+{NOT_PLACE}{PLACE_PREFIX}([^.,\n!?;]+?)\s*,\s*I\s",
+            anchors=("as",),
+            template="Based in {}",
+            case="proper",
+        ),
         # "I'm a sous chef in Milan": where one works, when it is a place's name.
         rule(
             "works_in_place",
-            rf"(?:{IM}\s+(?:an?|the)\s+(?!(?:{_NOT_LOCAL}){B})[^.,\n!?;]{{1,40}}?|\bI\s+work\s+(?!remotely|from\s+home|for\s)[^.,\n!?;]{{1,40}}?|(?:\bI|\bwe|\bmy\s+[a-z]+\s+and\s+I)\s+(?:own|run)\s+(?:a|an|our|my)\s+[^.,\n!?;]{{1,40}}?)\s+in\s+{NOT_PLACE}{PLACE_PREFIX}{phrase(_PLACE_STOPS)}",
+            rf"(?:{IM}\s+(?:an?|the)\s+(?!(?:{_NOT_LOCAL}){B})[^.,\n!?;]{{1,40}}?|\bI\s+work\s+(?!remotely|from\s+home|for\s(?!an?\s))[^.,\n!?;]{{1,40}}?|(?:\bI|\bwe|\bmy\s+[a-z]+\s+and\s+I)\s+(?:own|run)\s+(?:a|an|our|my)\s+[^.,\n!?;]{{1,40}}?)\s+in\s+{NOT_PLACE}{PLACE_PREFIX}{phrase(_PLACE_STOPS)}",
             anchors=("i", "im", "work", "own", "run"),
             template="Based in {}",
             case="proper",
@@ -259,7 +286,7 @@ JOB = RuleFamily(
         ),
         rule(
             "im_status",
-            rf"{IM}\s+((?:retired|unemployed|self-employed|self\s+employed|between\s+jobs|freelancing){B})",
+            rf"{IM}\s+(?:(?:currently|now|still|recently)\s+(?=retired|unemployed|self|between))?((?:retired|unemployed|self-employed|self\s+employed|between\s+jobs|freelancing){B})",
             anchors=("retired", "unemployed", "employed", "between", "freelancing"),
             template="Is {}",
         ),
@@ -333,6 +360,13 @@ JOB = RuleFamily(
             case="proper",
         ),
         rule(
+            "been_at",
+            rf"\bI(?:{Q}ve|\s+have)\s+been\s+(?:working\s+)?(?:at|with)\s+{phrase(EN_CLAUSE + '|as|in|on|since|for|now')}(?=\s+(?:for|since)\s)",
+            anchors=("been",),
+            template="Works at {}",
+            case="proper",
+        ),
+        rule(
             "have_worked",
             rf"\bI(?:{Q}ve|\s+have)\s+(?:worked|been\s+working)\s+((?:at|for|as|in)\s+{inner(EN_CLAUSE + '|for|since')})(?=\s+(?:for|since)\s)",
             anchors=("worked", "working"),
@@ -357,6 +391,37 @@ JOB = RuleFamily(
             template="Is {}",
         ),
         rule(
+            "employed",
+            rf"{IM}\s+(?:currently\s+|now\s+)?(?:employed|hired|contracted)\s+((?:at|by|as|with)\s+{inner(EN_CLAUSE + '|since|' + EN_AGO)})",
+            anchors=("employed", "hired", "contracted"),
+            template="Employed {}",
+        ),
+        rule(
+            "for_a_living",
+            r"\bI\s+((?!(?:want|need|wish|hope|would|could|should|used)\b)[a-z]+\s+[^.,\n!?;]{1,40}?)\s+for\s+a\s+living\b",
+            anchors=("living",),
+            template="Job: {} for a living",
+        ),
+        rule(
+            "on_the_team",
+            rf"{IM}\s+(?:now\s+|currently\s+|also\s+)?(?:on|part\s+of|in)\s+(the\s+(?:[a-z-]+\s+){{1,2}}team(?:\s+(?:at|for)\s+{inner(EN_CLAUSE + '|since|' + EN_AGO)})?)",
+            anchors=("team",),
+            template="Works on {}",
+        ),
+        rule(
+            "interning_at",
+            rf"(?:{IM}|\bI{Q}ve\s+been|\bI\s+have\s+been)\s+(?:currently\s+|now\s+)?((?:interning|volunteering|apprenticing|clerking|temping)\s+(?:at|for|with)\s+{inner(EN_CLAUSE + '|since|this|next|' + EN_AGO)})",
+            anchors=("interning", "volunteering", "apprenticing", "clerking", "temping"),
+            template="Is {}",
+        ),
+        rule(
+            "started_at",
+            rf"\bI(?:{Q}ve|\s+have)?\s+(?:just\s+|recently\s+|finally\s+)?(?:started|began)\s+(?:working\s+|a\s+new\s+(?:job|role|position)\s+)?at\s+{phrase(EN_CLAUSE + '|as|in|on|since|this|' + EN_AGO)}",
+            anchors=("started", "began"),
+            template="Works at {}",
+            case="proper",
+        ),
+        rule(
             "im_the_adjective",
             rf"{IM}\s+(the\s+(?:only|sole|lone|main|new|lead|senior|junior|head|principal|in-house)\s+(?!(?:one|person|people|guy|girl|kid|child|time|thing|way|reason)\b){inner(EN_CLAUSE + '|who')})",
             anchors=(
@@ -377,156 +442,4 @@ JOB = RuleFamily(
     )
     + FRENCH["job"]
     + PORTUGUESE["job"],
-)
-
-TOOL = RuleFamily(
-    category="tool",
-    memory_type="factual",
-    min_length=2,
-    rules=(
-        rule(
-            "i_use",
-            rf"\bI\s+(?:mostly\s+|mainly\s+|also\s+|primarily\s+|only\s+|still\s+|now\s+)?use\s+{phrase(EN_TOOL_STOPS)}",
-            anchors=("use",),
-            template="Uses {}",
-        ),
-        rule(
-            "using",
-            rf"(?:{IM}|\bI{Q}ve\s+been|\bI\s+have\s+been|\bwe{Q}re|\bwe\s+are|\bwe{Q}ve\s+been|\bI{Q}m\s+still)\s+(?:currently\s+|mostly\s+|now\s+)?using\s+{phrase(EN_TOOL_STOPS)}",
-            anchors=("using",),
-            template="Uses {}",
-        ),
-        rule(
-            "we_use",
-            rf"\b(?:we|our\s+team|(?:my|our)\s+(?:team|company|job|startup|org|lab|department)|everyone\s+at\s+my\s+(?:company|job|work))\s+(?:mostly\s+|also\s+|all\s+)?(?:use|uses)\s+{phrase(EN_TOOL_STOPS)}",
-            anchors=("use", "uses"),
-            template="Uses {}",
-        ),
-        rule(
-            "code_in",
-            rf"\bI\s+(?:code|program|write\s+code|develop)\s+(?:mostly\s+|mainly\s+)?in\s+{phrase(EN_TOOL_STOPS)}",
-            anchors=("code", "program", "develop"),
-            template="Codes in {}",
-        ),
-        rule(
-            "stack",
-            r"\b(?:our|my)\s+(?:tech\s+)?stack(?:\s+(?:at\s+work|here|at\s+my\s+job|for\s+work))?(?:\s+is|\s*:)\s*([^.\n]+)",
-            anchors=("stack",),
-            template="Stack: {}",
-        ),
-        rule(
-            "im_on",
-            rf"(?:{IM}|\bwe{Q}re|\bwe\s+are)\s+(?:now\s+|still\s+|currently\s+|mostly\s+|all\s+)?on\s+(?:an?\s+)?({inner(EN_TOOL_STOPS + '|with')})",
-            anchors=("on",),
-            template="Uses {}",
-            case="proper",
-        ),
-        rule(
-            "been_coding_in",
-            rf"\bI(?:{Q}ve|\s+have)\s+been\s+(?:coding|programming|writing\s+code|developing)\s+(?:mostly\s+)?in\s+{phrase(EN_TOOL_STOPS)}",
-            anchors=("been",),
-            template="Codes in {}",
-        ),
-        rule(
-            "work_with",
-            rf"\bI\s+(?:mostly\s+|mainly\s+)?work\s+with\s+({inner(EN_TOOL_STOPS)})",
-            anchors=("work",),
-            template="Works with {}",
-            case="proper",
-        ),
-        rule(
-            "my_device",
-            r"\bmy\s+((?:laptop|phone|computer|machine|desktop|editor|ide|os|daily\s+driver|main\s+machine)\s+is\s+[^.,\n!?;]+)",
-            anchors=("my",),
-            template="Setup: {}",
-        ),
-        rule(
-            "run_on",
-            rf"\bI\s+run\s+(?:everything|it\s+all|my\s+[a-z]+)\s+on\s+{phrase(EN_TOOL_STOPS)}",
-            anchors=("run",),
-            template="Runs on {}",
-        ),
-        # Ours.
-        rule(
-            "my_main_tool",
-            rf"\bmy\s+((?:(?:main|primary|daily|usual|default|current|work|home)\s+)?(?:language|editor|ide|os|browser|shell|terminal|distro|setup|rig|toolchain|framework|database|db|keyboard|camera|daily\s+driver)\s+(?:is|{Q}s|:)\s*[^.,\n!?;]+)",
-            anchors=(
-                "language",
-                "editor",
-                "ide",
-                "os",
-                "browser",
-                "shell",
-                "terminal",
-                "distro",
-                "setup",
-                "rig",
-                "toolchain",
-                "framework",
-                "database",
-                "db",
-                "keyboard",
-                "camera",
-                "driver",
-            ),
-            template="Setup: {}",
-        ),
-        rule(
-            "rely_on",
-            rf"\bI\s+(?:really\s+|mostly\s+|heavily\s+|basically\s+)?(?:rely|depend)\s+(?:heavily\s+|mostly\s+)?on\s+{phrase(EN_TOOL_STOPS)}",
-            anchors=("rely", "depend"),
-            template="Uses {}",
-            case="proper",
-        ),
-        rule(
-            "x_shop",
-            rf"\bwe(?:{Q}re|\s+are)\s+(?:a|an)\s+{words(2)}\s+shop\b",
-            anchors=("shop",),
-            template="Uses {}",
-            case="proper",
-        ),
-        rule(
-            "x_user",
-            rf"{IM}\s+(?:a|an)\s+(?:(?:big|huge|long-?time|happy|loyal|daily|heavy|die-?hard|proud|lifelong)\s+)?((?:[^{WS}{END}]+\s+){{0,2}}?[^{WS}{END}]+)\s+(?:user|person)\b",
-            anchors=("user", "person"),
-            template="Uses {}",
-            case="proper",  # "a Mac user", not "a morning person"
-        ),
-        rule(
-            "write_language",
-            rf"\bI\s+(?:mostly\s+|mainly\s+|usually\s+|only\s+|also\s+)?write\s+(?!(?:{_WRITTEN}){B}){words(1)}(?=\s*(?:[,.!;]|$|(?:and|but|these\s+days|nowadays|now|mostly|mainly|professionally|for\s+(?:work|a\s+living)|at\s+work|daily|every\s+day){B}))",
-            anchors=("write",),
-            template="Uses {}",
-            case="proper",
-        ),
-        rule(
-            "do_my_x_in",
-            rf"\b(?:I|we)\s+(?:mostly\s+|mainly\s+|usually\s+|always\s+)?(?:do|write|build|make|edit|draw|design|host|deploy|keep|manage|track|develop|program|script|render|model|store|plan)\s+(?:(?!(?:to|at|for|from)\s)[a-z-]+\s+){{0,3}}?(?:in|with|on|using)\s+(?!(?:{EN_MONTHS}|{EN_DAYS}|{EN_SEASONS}|the|my|a|an)\b){phrase(EN_TOOL_STOPS)}",
-            anchors=(
-                "do",
-                "write",
-                "build",
-                "make",
-                "edit",
-                "draw",
-                "design",
-                "host",
-                "deploy",
-                "keep",
-                "manage",
-                "track",
-                "develop",
-                "program",
-                "script",
-                "render",
-                "model",
-                "store",
-                "plan",
-            ),
-            template="Uses {}",
-            case="proper",
-        ),
-    )
-    + FRENCH["tool"]
-    + PORTUGUESE["tool"],
 )

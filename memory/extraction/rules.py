@@ -6,7 +6,8 @@ Contract of :func:`extract_facts` (pure, no I/O, never raises):
 * Only the **last** 64 KiB of the text is scanned (65 536 UTF-16 code units, as JavaScript counts).
 * Families are evaluated in registry order (preference, decision in :mod:`memory.extraction.decisions`,
   pattern, then the profile families:
-  name, residence, job, tool in :mod:`memory.extraction.profile`, family, pet, relationship in
+  name, residence, job in :mod:`memory.extraction.profile`, tool in :mod:`memory.extraction.tools`,
+  family, pet, relationship in
   :mod:`memory.extraction.household`, event in :mod:`memory.extraction.events`), rules in list order
   (English, then French, then Portuguese), the non-overlapping matches of one rule left to right, then
   its matches in the clauses whose subject is left out; facts come out in that order.
@@ -65,7 +66,7 @@ from memory.extraction.guards import Guard, phrase_allowed
 from memory.extraction.household import FAMILY, PET, RELATIONSHIP
 from memory.extraction.keys import fact_key
 from memory.extraction.preferences import PATTERN, PREFERENCE
-from memory.extraction.profile import JOB, NAME, RESIDENCE, TOOL
+from memory.extraction.profile import JOB, NAME, RESIDENCE
 from memory.extraction.reader import read_clauses
 from memory.extraction.scanner import (
     JS_WHITESPACE_CHARS,
@@ -76,6 +77,7 @@ from memory.extraction.scanner import (
     js_regex,
     scan_text,
 )
+from memory.extraction.tools import TOOL
 
 __all__ = [
     "FACT_SOURCES",
@@ -107,8 +109,8 @@ _ASCII_WORD = re.compile(r"[a-z]+")
 
 # The registry. Order matters twice: it is the order facts are emitted in, and the first rule to produce
 # a key wins the in-batch dedup. Adding a family: write it beside its siblings (preferences.py and
-# decisions.py for what the user likes and chooses, profile.py and household.py for who they are and
-# live with, events.py for what is coming up), its French and Portuguese rules in french.py and
+# decisions.py for what the user likes and chooses, profile.py, tools.py and household.py for who they
+# are, what they work with and whom they live with, events.py for what is coming up), its French and Portuguese rules in french.py and
 # portuguese.py, then list it here.
 REGISTRY: tuple[RuleFamily, ...] = (
     PREFERENCE,
@@ -182,44 +184,43 @@ def extract_facts(text: str | None, *, source: str = "user_message") -> list[Fac
     # Where each family's rules found a fact, as (start, end) in the message: the clause reader adds a
     # fact of a class only about a phrase that no rule of that class has already read.
     matched: dict[str, list[tuple[int, int]]] = {}
-    for family in REGISTRY:
-        for rule in family.rules:
-            # A repeated capture of one rule gives the same fact (already emitted or rejected): skipping
-            # it keeps a long repetitive text (an LLM stuck in a loop) as cheap as a short one.
-            tried: set[str] = set()
-            negative = rule.polarity == "negative"
-            for segment in segments:
-                if segment.words.isdisjoint(rule.anchors):
+    for family, rule in _rules_to_run(segments):
+        # A repeated capture of one rule gives the same fact (already emitted or rejected): skipping
+        # it keeps a long repetitive text (an LLM stuck in a loop) as cheap as a short one.
+        tried: set[str] = set()
+        negative = rule.polarity == "negative"
+        for segment in segments:
+            if segment.words.isdisjoint(rule.anchors):
+                continue
+            for match in rule.pattern.finditer(segment.scanned):
+                raw = segment.text[match.start(1) : match.end(1)]
+                # A match that starts in the implied subject is judged where its clause starts.
+                position = max(segment.floor, segment.shift + match.start())
+                if raw in tried or not guard.allows(position):
                     continue
-                for match in rule.pattern.finditer(segment.scanned):
-                    raw = segment.text[match.start(1) : match.end(1)]
-                    # A match that starts in the implied subject is judged where its clause starts.
-                    position = max(segment.floor, segment.shift + match.start())
-                    if raw in tried or not guard.allows(position):
-                        continue
-                    tried.add(raw)
-                    phrase = _normalise(raw)
-                    if (
-                        _utf16_len(phrase) < family.min_length
-                        or not rule.fits_case(phrase)
-                        or not phrase_allowed(phrase)
-                    ):
-                        continue
-                    key = fact_key(family.category, phrase, negative=negative)
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    matched.setdefault(family.category, []).append((position, segment.shift + match.end()))
-                    facts.append(
-                        Fact(
-                            category=family.category,
-                            type=family.memory_type,
-                            key=key,
-                            content=_utf16_head(rule.template.format(phrase), MAX_FACT_LENGTH),
-                            polarity=rule.polarity,
-                            source=source,
-                        )
+                tried.add(raw)
+                phrase = _normalise(raw)
+                if (
+                    _utf16_len(phrase) < family.min_length
+                    or not rule.fits_case(phrase)
+                    or not phrase_allowed(phrase)
+                ):
+                    continue
+                key = fact_key(family.category, phrase, negative=negative)
+                if key in seen:
+                    continue
+                seen.add(key)
+                matched.setdefault(family.category, []).append((position, segment.shift + match.end()))
+                facts.append(
+                    Fact(
+                        category=family.category,
+                        type=family.memory_type,
+                        key=key,
+                        content=_utf16_head(rule.template.format(phrase), MAX_FACT_LENGTH),
+                        polarity=rule.polarity,
+                        source=source,
                     )
+                )
     for reading in read_clauses(text, scanned, guard):
         spans = matched.get(reading.category, ())
         if any(start < reading.end and reading.start < end for start, end in spans):
@@ -242,6 +243,29 @@ def extract_facts(text: str | None, *, source: str = "user_message") -> list[Fac
             )
         )
     return facts
+
+
+# Every rule in registry order, and the rules each anchor word can start: a text is matched against the
+# rules whose anchors it contains, looked up from its words, instead of testing every rule's anchors.
+_ORDERED: tuple[tuple[RuleFamily, Rule], ...] = tuple(
+    (family, rule) for family in REGISTRY for rule in family.rules
+)
+_BY_ANCHOR: dict[str, tuple[int, ...]] = {}
+for _index, (_family, _rule) in enumerate(_ORDERED):
+    for _anchor in _rule.anchors:
+        _BY_ANCHOR[_anchor] = (*_BY_ANCHOR.get(_anchor, ()), _index)
+
+
+def _rules_to_run(segments: list[_Segment]) -> list[tuple[RuleFamily, Rule]]:
+    """The rules with an anchor among the words of ``segments``, in registry order (the others cannot
+    match: each match contains one of its rule's anchors)."""
+    indices: set[int] = set()
+    for segment in segments:
+        for word in segment.words:
+            found = _BY_ANCHOR.get(word)
+            if found:
+                indices.update(found)
+    return [_ORDERED[index] for index in sorted(indices)]
 
 
 class _Segment:

@@ -36,8 +36,9 @@ Polarity = Literal["positive", "negative"]
 # "I'm", told apart from "I'm tired"); "common" does not (a verb after "going to", told apart from a
 # place: "going to learn Rust" / "going to Iceland"); "not_name" is anything but one capitalised word,
 # after an optional article (a job, told apart from a name or a demonym: "je suis infirmier" / "je suis
-# Antoine", "I'm a nurse" / "I'm a Londoner").
-Case = Literal["proper", "common", "not_name"]
+# Antoine", "I'm a nurse" / "I'm a Londoner"); "named" has a capital or a digit in its first word, as
+# products are written ("an iPhone 13", "a Pixel", "macOS"), told apart from "on a diet".
+Case = Literal["proper", "common", "not_name", "named"]
 
 # ECMAScript WhiteSpace + LineTerminator: exactly what JS `\s` and `String.prototype.trim` use.
 JS_WHITESPACE_CHARS = (
@@ -193,6 +194,9 @@ class Rule:
             return upper
         if self.case == "common":
             return not upper
+        if self.case == "named":
+            head = _ARTICLE.sub("", phrase, count=1).split(" ", 1)[0]
+            return any(char.isupper() or char.isdigit() for char in head)
         word = _ARTICLE.sub("", phrase, count=1)
         return not (word[:1].isupper() and word.isalpha() and word[1:].islower())
 

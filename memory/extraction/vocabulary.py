@@ -119,13 +119,18 @@ EN_DATE = (
 FR_MONTHS = r"janvier|février|mars|avril|mai|juin|juillet|août|septembre|octobre|novembre|décembre"
 FR_DATE = (
     r"(?:lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche|demain|après-demain|ce\s+soir|aujourd['’]hui|"
+    # the past too: "j'ai passé mon permis hier"
+    r"hier|avant-hier|la\s+semaine\s+dernière|le\s+mois\s+dernier|l['’]an(?:née)?\s+dernière?|ce\s+matin|"
+    r"cet\s+après-midi|à\s+\d{1,2}\s*h|il\s+y\s+a\s+(?:deux|trois|quelques|\d+)\s+|"
     r"(?:la\s+)?semaine\s+prochaine|le\s+mois\s+prochain|l['’]an(?:née)?\s+prochaine?|ce\s+week-end|"
     r"cet\s+(?:été|hiver|automne)|ce\s+printemps|le\s+\d|en\s+(?:" + FR_MONTHS + r")|"
     r"\d{1,2}\s+(?:" + FR_MONTHS + r")|dans\s+(?:deux|trois|quinze|\d+)\s+)"
 )
 PT_MONTHS = r"janeiro|fevereiro|março|abril|maio|junho|julho|agosto|setembro|outubro|novembro|dezembro"
 PT_DATE = (
-    r"(?:(?:na|no|nesta|neste|nessa|nesse|próxima|próximo|proxima|proximo)\s+(?:segunda|terça|terca|quarta|"
+    r"(?:ontem|anteontem|(?:na\s+)?semana\s+passada|(?:no\s+)?mês\s+passado|(?:no\s+)?ano\s+passado|"
+    r"hoje\s+de\s+manhã|às\s+\d{1,2}\s*h|há\s+(?:dois|duas|três|uns|umas|\d+)\s+(?:dias|semanas|meses|anos)|"
+    r"(?:na|no|nesta|neste|nessa|nesse|próxima|próximo|proxima|proximo)\s+(?:segunda|terça|terca|quarta|"
     r"quinta|sexta|sábado|sabado|domingo|semana|mês|fim\s+de\s+semana)|amanhã|amanha|hoje|depois\s+de\s+amanhã|"
     r"dia\s+\d|em\s+\d|em\s+(?:" + PT_MONTHS + r")|\d{1,2}\s+de\s+(?:" + PT_MONTHS + r")|que\s+vem|"
     r"daqui\s+a\s+)"
@@ -194,7 +199,9 @@ NOT_JOB = (
 # "I'm a coffee snob": a trait, not a job (the head noun within the next three words).
 TRAIT = (
     r"fan|fans|lover|person|people|enthusiast|nerd|geek|addict|junkie|snob|fanatic|buff|foodie|freak|"
-    r"sucker|owl|bird|riser|sleeper|user|users|supporter|supporters|follower|followers|member|regular"
+    r"sucker|owl|bird|riser|sleeper|user|users|supporter|supporters|follower|followers|member|regular|"
+    # "a dog mom", "a cat lady": a pet's keeper, not a job
+    r"mom|mum|mama|lady"
 )
 # After "my name is": what is not a name ("my name is not important", "Name is not defined").
 NOT_NAME = (
@@ -208,7 +215,7 @@ NOT_JOB_FR = (
     r"sur|malade|heureux|heureuse|ravi|ravie|curieux|curieuse|de|du|né|née|originaire|allergique|"
     r"végétarien|végétarienne|végétalien|végétalienne|vegan|végane|fan|installé|installée|installés|basé|"
     r"basée|domicilié|domiciliée|établi|établie|en|passionné|passionnée|accro|dingue|fou|folle|fier|fière|"
-    r"nouveau|nouvelle|encore|toujours|aussi|plutôt|assez|bien|mal|parti|partie|rentré|rentrée|arrivé|"
+    r"nouveau|nouvelle|encore|toujours|aussi|plutôt|assez|bien|mal|parti|partie|rentré|rentrée|arrivé|enceinte|"
     r"arrivée|allé|allée|venu|venue|passé|passée|tombé|tombée|resté|restée|devenu|devenue|à|au|aux|chez|"
     r"dans|sur|sous|avec|pour|sans|comme|là-bas|dispo|disponible|occupé|occupée|sûr|sûre"
 )

@@ -20,7 +20,9 @@ only by the ones after it:
    something else (a date, "with", "for", "since"); lists are split ("Jira and Confluence").
 5. **Readings per class** (:mod:`.readings`: a :class:`Reading`; work, tools, preferences and decisions;
    :mod:`.household`: relationships, family, pets and dated events, whose subject may also be the
-   user's kin or pet, "my son has a tournament on Saturday").
+   user's kin or pet, "my son has a tournament on Saturday"; :mod:`.tastes`: tastes with the thing as
+   the subject, "podcasts aren't my thing", "nothing beats X", or judged by an adjective, "I find small
+   talk exhausting").
 6. **Verb classes** (:mod:`.predicate`): the verb's lemma picks the reading — where one lives (live,
    reside, move, relocate, settle, be based), work (work at/for/as, get hired, join, "a new role as"),
    tools (use, code in, write a language, an activity "in/on/with/using" a tool), preferences (love,

@@ -120,8 +120,8 @@ FILLERS = re.compile(
     r"these\s+days|nowadays|lately|currently|recently|finally|mostly|mainly|also)\b[\s,!:-]*)*"
 )
 SUBJECT = re.compile(
-    r"(?P<i>i\s+am|i['’]m|im|i['’]ll|i\s+will|i['’]d|ive|i)(?![a-z'’])"
-    r"|(?P<we>we['’]re|we\s+are|we['’]ll|we)(?![a-z'’])"
+    r"(?P<i>i\s+am|i['’]m|im|i['’]ll|i\s+will|i['’]d|i['’]ve|ive|i)(?![a-z'’])"
+    r"|(?P<we>we['’]re|we\s+are|we['’]ll|we['’]ve|we)(?![a-z'’])"
     r"|(?P<pair>me\s+and\s+my\s+[a-z-]+|my\s+[a-z-]+\s+and\s+(?:i|me))(?![a-z'’])"
 )
 # A subject that is someone else: their clause is not about the user.

@@ -97,7 +97,22 @@ def read_pets(text: str, scanned: str, clause: Clause, after: int, end: int) -> 
 _NOT_EVENT = re.compile(
     r"(?:get|got|getting|gotten|gets)\s+(?:married|engaged|divorced|hitched|promoted|hired|fired|laid\s+off)"
     r"|(?:move|moved|moving|moves)\s+(?!in\b|out\b|house\b|flats?\b|apartments?\b)"
+    # a choice, not an outing: "I'm going with Bun today"
+    r"|(?:go|goes|going|went|gone)\s+(?:with|for|ahead|back\s+to\s+(?:using|my|the\s+old))(?![a-z])"
+    # about the assistant's own words: "I saw your message yesterday"
+    r"|[a-z]+\s+(?:you|your|yours)(?![a-z])"
 )
+# What a clause with an event verb and a date does not make an event of: an object that only points back
+# ("I did it yesterday"), or going somewhere that is no outing ("went to bed early yesterday"); going
+# counts with an activity ("going camping") or a named place ("went to Crete").
+_TRIVIAL = re.compile(
+    r"[a-z]+\s+(?:it|that|this|them|those|these)(?![a-z'’])"
+    r"|(?:go|goes|going|went|gone)\s+(?!(?:[a-z]+ing|back\s+to|to\s+(?:the\s+)?(?:dentist|doctor|hospital|vet|"
+    r"wedding|concert|festival|conference|funeral|clinic|airport|interview)|to\s+an?\s+(?:concert|wedding|party|"
+    r"festival|conference|interview|funeral|match|game|show))(?![a-z]))(?P<to>to\s+)?"
+)
+# "my husband passed in 2020", "my dad passed away last year": a death, not a dated event of the user's.
+_DEATH = re.compile(r"(?:^|\s)(?:passed|died|passes|dies)(?:\s+(?:away|on))?(?:\s|$)")
 
 
 def read_event(text: str, scanned: str, clause: Clause, head: Head, at: int) -> list[Reading]:
@@ -105,7 +120,12 @@ def read_event(text: str, scanned: str, clause: Clause, head: Head, at: int) -> 
     if head.negated or head.plan or _NOT_EVENT.match(scanned, at, clause.end):
         return []  # a plan is a decision ("I plan on taking a sabbatical next year")
     date = DATE.search(scanned, at, clause.end)
-    if date is None:
+    trivial = _TRIVIAL.match(scanned, at, clause.end)
+    if (
+        date is None
+        or trivial
+        and not (trivial.group("to") and text[trivial.end() : trivial.end() + 1].isupper())
+    ):
         return []
     return _event(text, clause, at)
 
@@ -115,7 +135,7 @@ def read_household_event(text: str, scanned: str, clause: Clause, after: int) ->
     at = clause.start
     while at < clause.end and not scanned.startswith(("my", "our"), at):
         at += 1
-    if DATE.search(scanned, after, clause.end) is None:
+    if DATE.search(scanned, after, clause.end) is None or _DEATH.search(scanned, after, clause.end):
         return []
     verbs = [FORMS.get(w.group(), ("", ""))[0] for w in WORD.finditer(scanned, after, clause.end)]
     if not any(v in EVENT_VERBS or v in ("move", "cancel", "book", "marry") for v in verbs) and not re.search(
@@ -129,7 +149,10 @@ _EVENT_NOUN = re.compile(
     r"(?:(?:my|a|an|the|big|first|final)\s+)*(?:[a-z-]+\s+)?(?:interview|appointment|exam|test|surgery|operation|"
     r"wedding|party|trip|flight|holiday|vacation|review|deadline|presentation|defen[cs]e|launch|concert|gig|"
     r"recital|graduation|ceremony|birthday|anniversary|meeting|date|match|race|marathon|checkup|check-up|"
-    r"scan|audition|hearing|court\s+date|viva|demo|pitch)(?![a-z])"
+    r"scan|audition|hearing|court\s+date|viva|demo|pitch|dentist|doctor|physio|therapy|vet|haircut|massage|"
+    r"class|lesson|rehearsal|shift|retreat|workshop|conference|talk|tournament|festival|reunion|bbq|barbecue|"
+    r"housewarming|funeral|christening|ultrasound|physical|orientation|onboarding|performance|competition|"
+    r"graduation|ceremony|cruise|camp)(?![a-z])"
 )
 
 

@@ -103,6 +103,33 @@ _LEXICON = {
     "lead": "lead leads led leading",
     "handle": "handle handles handled handling",
     "book": "book books booked booking",
+    "find": "find finds found finding",
+    # Events: what one does on a date ("passed my driving test yesterday", "we're going camping this weekend").
+    "fail": "fail fails failed failing",
+    "win": "win wins won winning",
+    "complete": "complete completes completed completing",
+    "submit": "submit submits submitted submitting",
+    "launch": "launch launches launched launching",
+    "throw": "throw throws threw throwing thrown",
+    "give": "give gives gave giving given",
+    "see": "see sees saw seeing seen",
+    "hike": "hike hikes hiked hiking",
+    "climb": "climb climbs climbed climbing",
+    "play": "play plays played playing",
+    "sign": "sign signs signed signing",
+    "arrive": "arrive arrives arrived arriving",
+    "return": "return returns returned returning",
+    "come": "come comes came coming",
+    "retire": "retire retires retired retiring",
+    "propose": "propose proposes proposed proposing",
+    "drive": "drive drives drove driving driven",
+    "ride": "ride rides rode riding ridden",
+    "swim": "swim swims swam swimming swum",
+    "organise": "organise organises organised organising organize organizes organized organizing",
+    "schedule": "schedule schedules scheduled scheduling",
+    "migrate": "migrate migrates migrated migrating",
+    "port": "port ports ported porting",
+    "plan": "plan plans planned planning",
 }
 
 
@@ -130,7 +157,8 @@ FORMS = _forms()
 
 EVENT_VERBS = frozenset(
     "have get graduate defend expect finish attend fly travel visit turn celebrate run start meet compete "
-    "sit present speak perform interview book move leave take".split()
+    "sit present speak perform interview book move leave take pass fail win complete submit launch throw give "
+    "hike climb sign arrive return come retire propose drive ride swim host organise schedule go plan".split()
 )
 
 STATE_VERBS = frozenset("live reside work use like love enjoy prefer hate dislike".split())

@@ -2,7 +2,8 @@
 
 :func:`read_modality` walks the words after the subject. A hedge (might, maybe, probably, want, hope,
 thinking, considering, trying, need to, "I'd like", …), a past habit ("used to") or a habit adverb
-(usually, sometimes, …) blocks the clause: nothing is learned from it. A negation (don't, never, no longer,
+(usually, sometimes, …) blocks the clause: nothing is learned from it, except "always" before a liking
+verb ("I've always loved the sea"), and "grown to", "come to" before one, which read as the taste. A negation (don't, never, no longer,
 can't) marks it negated: a preference flips, the other classes read nothing. "going to", "gonna",
 "planning to", "will" make it a plan; an auxiliary ("am", "'ve been") makes it copular; other adverbs
 ("really", "currently", "full-time") are skipped. The :class:`Head` says all this and where the verb is.
@@ -45,8 +46,17 @@ _AUXILIARY = (
 )
 MODIFIER = re.compile(
     rf"\s*(?:(?P<past>used\s+to)|(?P<hedge>{_HEDGE})|(?P<neg>{_NEGATION})|(?P<plan>{_PLAN})|"
-    rf"(?P<habit>{_HABIT})|(?P<copula>{_AUXILIARY})|(?P<adverb>{_ADVERB}))(?![a-z'’])"
+    rf"(?P<habit>{_HABIT})|(?P<copula>{_AUXILIARY})|(?P<adverb>{_ADVERB}))(?![a-z'’-])"
 )
+
+
+# After "always", a liking verb is a taste held all along; "grown to", "come to", "learned to" before one
+# is a taste arrived at ("I've grown to love Brussels sprouts"): both read as the taste itself.
+_TASTE_VERB = r"lov(?:e|ed|es)|lik(?:e|ed|es)|enjoy(?:ed|s)?|ador(?:e|ed|es)|hat(?:e|ed|es)|dislik(?:e|ed|es)|prefer(?:red|s)?"
+_LASTING_TASTE = re.compile(
+    rf"\s+(?:been\s+)?(?:{_TASTE_VERB}|(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of)(?![a-z'’])"
+)
+_ARRIVED_AT = re.compile(rf"\s*(?:grown|come|learned|learnt)\s+to(?=\s+(?:{_TASTE_VERB})(?![a-z'’]))")
 
 
 @dataclass(slots=True)
@@ -66,9 +76,16 @@ def read_modality(scanned: str, position: int, end: int, subject: str, *, droppe
     """The :class:`Head` of the clause whose words after its subject start at ``position``."""
     head = Head(subject, position, dropped)
     while True:
+        arrived = _ARRIVED_AT.match(scanned, position, end)
+        if arrived:
+            position = arrived.end()
+            continue
         match = MODIFIER.match(scanned, position, end)
         if match is None:
             break
+        if match.group("habit") and _LASTING_TASTE.match(scanned, match.end(), end):
+            position = match.end()  # "I've always loved the sea": a taste held all along, not a habit
+            continue
         if match.group("past") or match.group("hedge") or match.group("habit"):
             head.blocked = True
             return head

@@ -35,13 +35,15 @@ DATE = re.compile(
     rf"{EN_SEASONS}|quarter|semester|term|{_DAYS})|yesterday|tomorrow|tonight|today|"
     rf"(?:this|tomorrow|yesterday)\s+(?:morning|afternoon|evening|night)|"
     rf"(?:in|since|by|from)\s+(?:19|20)\d\d|"
-    rf"(?:in|on|since|by|until|till|during|early|late|mid|end\s+of)[- ](?:the\s+)?(?:early\s+|late\s+|mid[- ])?(?:{EN_MONTHS}|{EN_SEASONS})|"
+    rf"(?:in|on|since|by|until|till|during|for|early|late|mid|end\s+of)[- ](?:the\s+)?(?:early\s+|late\s+|mid[- ])?(?:{EN_MONTHS}|{EN_SEASONS})|"
     rf"(?:on\s+|by\s+)?(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)(?![a-z])|on\s+(?:the\s+)?\d{{1,2}}(?![\d:])|"
     rf"(?:{EN_MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?(?![\d:])|\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:{EN_MONTHS})|"
     rf"(?:on\s+)?(?:{_DAYS})(?:\s+(?:morning|afternoon|evening|night))?|"
     rf"in\s+(?:{COUNT})\s+(?:days?|weeks?|months?|years?)|(?:{COUNT})\s+(?:days?|weeks?|months?|years?)\s+ago|"
     r"at\s+the\s+end\s+of\s+(?:the\s+|this\s+|next\s+)?(?:week|month|year|summer|semester|term)|"
-    r"later\s+(?:today|this\s+(?:week|month|year)))(?![a-z])"
+    r"later\s+(?:today|this\s+(?:week|month|year))|"
+    # a time of day: "at 3pm", "at 9:30", "at noon"
+    r"at\s+(?:\d{1,2}(?::\d\d)?\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}:\d\d|noon|midnight))(?![a-z])"
 )
 # Where a place, an employer or a thing ends inside its clause.
 _STOP = (
@@ -58,7 +60,7 @@ _THING_END = re.compile(
 # "a little village near Cork", "a tiny flat in Hackney": the place is after the dwelling.
 _DWELLING = re.compile(
     r"(?:an?|the|our|my)\s+(?:[a-z-]+\s+){0,3}?(?:village|town|city|suburb|flat|house|apartment|studio|place|"
-    r"neighbou?rhood|area|condo|cottage|farm|bungalow|loft|home)\s+(?:just\s+)?(?:in|near|outside(?:\s+of)?|"
+    r"neighbou?rhood|area|condo|cottage|farm|bungalow|loft|home|boat|houseboat|barge|ranch|island|campus|base)\s+(?:just\s+)?(?:in|near|outside(?:\s+of)?|"
     r"close\s+to|around|on\s+the\s+edge\s+of|north\s+of|south\s+of|east\s+of|west\s+of)\s+"
 )
 NOT_A_PLACE = re.compile(
@@ -66,6 +68,8 @@ NOT_A_PLACE = re.compile(
     r"here|there|the\s+(?:moment|past|present|future|now|cloud|same|middle|dark|end)|a|an|some|one|"
     r"(?:a|the)\s+(?:new|different|bigger|smaller|better|cheaper|nicer)|with|together|alone)(?![a-z'’-]))"
 )
+# "a bigger flat in May": a month, a day or a season is no place.
+_TIME_NAME = re.compile(rf"(?:{EN_MONTHS}|{EN_DAYS}|{EN_SEASONS})")
 _LIST_SPLIT = re.compile(r"\s*(?:,|\+|&|/|\band\b|\bplus\b)\s*")
 TECH_WORD = re.compile(rf"(?:{TECH})(?![a-z+#])")
 POINTER_OBJECT = re.compile(r"(?:it|them|that|this|those|these|one|ones)(?![a-z'’])")
@@ -89,7 +93,7 @@ def place_span(original: str, scanned: str, start: int, end: int) -> tuple[int, 
     elif NOT_A_PLACE.match(scanned, start, end):
         return None
     stop = cut(scanned, start, end, _PLACE_END)
-    if stop <= start or DATE.match(scanned, start, stop):
+    if stop <= start or DATE.match(scanned, start, stop) or _TIME_NAME.fullmatch(scanned, start, stop):
         return None
     words = original[start:stop].split()
     if len(words) > 4 or TECH_WORD.fullmatch(scanned[start:stop]):

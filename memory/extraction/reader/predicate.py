@@ -19,6 +19,7 @@ from memory.extraction.reader.household import read_companions, read_event, read
 from memory.extraction.reader.lexicon import EVENT_VERBS, FORMS, STATE_VERBS, TOOL_VERBS, WORD
 from memory.extraction.reader.modality import Head
 from memory.extraction.reader.phrases import (
+    DATE,
     POINTER_OBJECT,
     TECH_WORD,
     looks_like_tool,
@@ -35,11 +36,16 @@ from memory.extraction.reader.readings import (
     read_work,
     reading,
 )
+from memory.extraction.reader.tastes import read_finding
 from memory.extraction.scanner import Polarity
 
 __all__ = ["read_predicate"]
 
-_PREP_PLACE = re.compile(r"(?:in|near|outside(?:\s+of)?|close\s+to|around|just\s+outside(?:\s+of)?)\s+")
+_PREP_PLACE = re.compile(
+    r"(?:in|near|outside(?:\s+of)?|close\s+to|around|just\s+outside(?:\s+of)?|"
+    # "on a boat in Amsterdam": a dwelling one lives on, then the place
+    r"on(?=\s+(?:an?|the|our|my)\s+(?:[a-z-]+\s+){0,2}?(?:boat|houseboat|barge|farm|ranch|island|estate|campus|base)\s))\s+"
+)
 _MOVE_TAIL = re.compile(
     r"(?:back\s+|over\s+|out\s+|away\s+)?(?:here\s+)?(?:from\s+[^,;]+?\s+)?(?:to|in(?:to)?)\s+"
 )
@@ -55,6 +61,10 @@ _LIKING = re.compile(
 )
 
 _INSTEAD = re.compile(r"\binstead\b")
+# "moving the servers to Hetzner", "migrated our backend over to Kotlin": what is moved, then where to.
+_MOVED_THING = re.compile(
+    r"(?:(?:all\s+(?:of\s+)?)?(?:my|our|the)\s+)(?:[a-z-]+\s+){0,3}?(?:over\s+)?(?:to|onto|into)\s+(?:the\s+|an?\s+)?"
+)
 
 
 def read_predicate(
@@ -101,9 +111,29 @@ def read_predicate(
                 readings.append(reading("residence", place, "Lives in {}", clause))
         readings.extend(read_companions(text, scanned, clause, after, end))
         return readings
+    if lemma in ("move", "migrate", "port", "switch") and not head.negated and (form != "base" or head.plan):
+        moved = _MOVED_THING.match(scanned, after, end)
+        if moved and looks_like_tool(text, moved.end(), end) and not DATE.match(scanned, moved.end(), end):
+            span = thing_span(scanned, at, end)
+            if span:
+                return [reading("decision", span, "Decided: {}", clause)]
+    if lemma == "move" and not head.negated and (form == "ing" and head.copula or head.plan):
+        # "we're moving to a four-day week": a change of how one lives or works, not of place.
+        change = re.match(
+            r"(?:over\s+)?to\s+an?\s+(?!(?:[a-z-]+\s+){0,3}?(?:flat|house|apartment|place|home|"
+            r"condo|studio|city|town|village|country|suburb|neighbou?rhood|area)(?![a-z]))",
+            scanned[after:end],
+        )
+        span = thing_span(scanned, after + change.end(), end) if change else None
+        if span:
+            return [reading("decision", (at, span[1]), "Decided: {}", clause)]
     if lemma in ("move", "relocate", "settle") and not head.negated:
         tail = _MOVE_TAIL.match(scanned, after, end)
-        if tail and not re.match(r"in\s+with|into\s+(?:a|an|the|my|our)\s", scanned[after:end]):
+        if tail and not re.match(
+            r"in\s+with|into\s+(?:a|an|the|my|our)\s(?!(?:[a-z-]+\s+){0,3}?(?:flat|house|apartment|"
+            r"place|home|condo|studio)\s+in\s)",
+            scanned[after:end],
+        ):
             place = place_span(text, scanned, tail.end(), end)
             if place and form in ("ing", "past") and (form == "past" or head.copula):
                 template = "Is moving to {}" if form == "ing" else "Lives in {}"
@@ -148,9 +178,17 @@ def read_predicate(
         "despise",
     ):
         return read_preference(text, scanned, clause, head, lemma, after, end, state)
+    if lemma == "find" and form in ("base", "s"):
+        return read_finding(text, scanned, clause, head.negated or head.plan, after, end, state)
     if lemma == "stand" and head.negated:
         return read_preference(text, scanned, clause, head, "hate", after, end, state, flip=False)
     if lemma == "marry" and form == "past" and not head.negated and not head.plan:
+        if scanned.startswith("with ", after):
+            # "married with a toddler and a very spoiled beagle": the status, then who one lives with.
+            return [
+                reading("relationship", (at, word.end()), "Is {}", clause),
+                *read_companions(text, scanned, clause, at, end),
+            ]
         spouse = thing_span(scanned, after, end)
         return [reading("relationship", spouse, "Married {}", clause)] if spouse else []
     if lemma == "use" and not head.negated and not head.plan and form != "past":

@@ -45,7 +45,7 @@ from memory.extraction.reader.phrases import (
 )
 from memory.extraction.reader.predicate import read_predicate
 from memory.extraction.reader.readings import Reading, read_tools, reading
-from memory.extraction.scanner import Polarity
+from memory.extraction.reader.tastes import read_subject_taste
 
 __all__ = ["MAX_READ_LENGTH", "read_clauses"]
 
@@ -80,16 +80,17 @@ _POSSESSION = re.compile(
     r"|(?:our|my|the\s+whole|the\s+entire)\s+(?P<org>team|company|startup|org|lab|department|shop|office|job|work)\s+"
     r"(?:mostly\s+|also\s+|all\s+|now\s+|still\s+)?(?:uses|use|runs\s+on|is\s+on|is\s+all\s+in\s+on|works\s+in|lives\s+in)\s+"
     r"|my\s+(?P<choice>editor|ide|os|browser|language|distro|shell|terminal|laptop|phone)\s+of\s+choice\s+(?:is|['’]s)\s+"
+    # What the user's software is made with: "our backend is written in Go", "our CI runs on GitHub Actions".
+    r"|(?:our|my)\s+(?:[a-z-]+\s+)?(?P<built>backend|frontend|app|apps|site|website|api|ci|infra|infrastructure|"
+    r"codebase|product|platform|service|services|server|servers|database|db|blog|pipeline|pipelines|stack|"
+    r"monorepo|repo|cluster|builds)\s+(?:(?:is|are)\s+(?:all\s+|mostly\s+|entirely\s+)?(?:written|built|coded|made|"
+    r"developed|hosted|deployed|running|done)\s+(?:in|with|on|using)|(?:runs?|lives?)\s+on|(?:is|are)\s+on)\s+"
 )
-# A thing the user calls their life, their jam, their thing — or not their thing.
-_PRAISE = re.compile(
-    r"(?P<thing>[a-z][a-z0-9'’ .+#-]{1,40}?)\s+(?:is|are|=)\s+(?:(?P<good>life|my\s+jam|my\s+thing|my\s+weakness|"
-    r"my\s+happy\s+place|my\s+everything|everything\s+to\s+me|my\s+religion|my\s+comfort\s+food)|"
-    r"(?P<bad>not\s+my\s+thing|not\s+for\s+me|not\s+my\s+cup\s+of\s+tea|the\s+worst(?=\W*$)|gross(?=\W*$)|"
-    r"disgusting(?=\W*$)))(?![a-z])"
-)
-_NOT_PRAISED = re.compile(
-    r"(?:it|this|that|he|she|they|you|there|what|who|which|my|his|her|their|your|our)(?![a-z'’])"
+# "Notion is my daily driver", "Vim is my go-to editor": the tool the user relies on, as the subject.
+_RELIED_ON = re.compile(
+    r"(?P<tool>[a-z0-9][a-z0-9'’ .+#-]{0,30}?)\s+(?:is|are|['’]s)\s+(?:still\s+|now\s+|basically\s+)?my\s+"
+    r"(?:daily\s+driver|main\s+(?:machine|tool|editor|language|os|app|browser|laptop|phone|ide|stack)|"
+    r"go-to\s+(?:tool|editor|app|language|ide|browser|framework|stack|os|distro|note-taking\s+app))(?![a-z])"
 )
 # "…, more of a dog person": the other side of a contrast the clause before drew.
 _CONTRAST = re.compile(
@@ -166,11 +167,12 @@ def _subjectless(
     if household:
         state.subject = "-" if state.subject == "" else state.subject
         return read_household_event(text, scanned, clause, household.end()) if guard.allows(position) else []
-    praise = _PRAISE.match(scanned, position, end)
-    if praise and not _NOT_PRAISED.match(scanned, position) and guard.allows(position):
-        polarity: Polarity = "positive" if praise.group("good") else "negative"
-        template = "Loves {}" if polarity == "positive" else "Dislikes: {}"
-        return [reading("preference", praise.span("thing"), template, clause, polarity)]
+    relied = _RELIED_ON.match(scanned, position, end)
+    if relied and looks_like_tool(text, *relied.span("tool")) and guard.allows(position):
+        return [reading("tool", relied.span("tool"), "Uses {}", clause)]
+    taste = read_subject_taste(text, scanned, clause, position)
+    if taste:
+        return taste if guard.allows(position) else []
     word = WORD.match(scanned, position, end)
     if word is None:
         return []
@@ -274,16 +276,33 @@ def _possession(text: str, scanned: str, clause: Clause, match: re.Match[str]) -
             if system and looks_like_tool(text, *system):
                 readings.append(reading("tool", system, "Uses {}", clause))
         return readings
+    if match.group("built"):
+        tools = read_tools(text, scanned, clause, match.end(), end, "Uses {}")
+        return [tool for tool in tools if looks_like_tool(text, tool.start, tool.end)]
     if re.search(r"(?:works|lives)\s+in\s+$", match.group()):
         # "the whole team works in Figma", not "… works in London".
         tool = thing_span(scanned, match.end(), end)
         if tool is None or not TECH_WORD.fullmatch(scanned[tool[0] : tool[1]]):
             return []
-    return read_tools(text, scanned, clause, match.end(), end, "Uses {}")
+    tools = read_tools(text, scanned, clause, match.end(), end, "Uses {}")
+    if match.group().rstrip().endswith(" on"):
+        # "our office is on Main Street": an address, not a platform.
+        return [tool for tool in tools if not _ADDRESS.search(scanned, tool.start, tool.end)]
+    return tools
+
+
+# The last word of an address.
+_ADDRESS = re.compile(r"(?:street|st|road|rd|avenue|ave|lane|boulevard|blvd|floor|square|way|drive|campus)$")
+_REFUSED = re.compile(r"(?:please\s+|pls\s+|and\s+)?no\s+(?:more\s+)?(?=[a-z])")
 
 
 def _preference_object(scanned: str, clause: Clause) -> tuple[int, int] | None:
-    """What the clause likes or dislikes, whoever its subject: the antecedent of a later "it"."""
+    """What the clause likes or dislikes, whoever its subject, or refuses ("please no emojis"): the
+    antecedent of a later "it" or "them"."""
+    refused = _REFUSED.match(scanned, clause.start, clause.end)
+    if refused:
+        span = thing_span(scanned, refused.end(), clause.end)
+        return span if span and not POINTER_OBJECT.match(scanned, span[0]) else None
     for word in WORD.finditer(scanned, clause.start, clause.end):
         lemma = FORMS.get(word.group(), ("", ""))[0]
         if lemma in LIKING_VERBS:
