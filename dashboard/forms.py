@@ -207,6 +207,7 @@ class SettingsForm(SerializerForm):
     retentionDays = forms.IntegerField(min_value=1, max_value=365)
     strategy = forms.ChoiceField(choices=[(s, s) for s in conf.STRATEGIES])
     autoSummarize = forms.BooleanField(required=False)
+    consolidationEnabled = forms.BooleanField(required=False)
     # The composite strategy's weights (one field each, sent as ``compositeWeights``) and half-life.
     # Optional: a page that does not post them leaves them as they are.
     compositeSemantic = forms.FloatField(required=False)

@@ -2,6 +2,7 @@ from django.urls import path
 
 from dashboard.views import (
     audit,
+    contradictions,
     engine,
     keys,
     ledger,
@@ -48,6 +49,16 @@ urlpatterns = [
     path("tokens/<uuid:token_id>/revoke", tokens.token_revoke_view, name="token-revoke"),
     path("ledger", ledger.ledger_page, name="ledger"),
     path("ledger/<uuid:entry_id>", ledger.ledger_entry, name="ledger-entry"),
+    path("contradictions", contradictions.contradictions_page, name="contradictions"),
+    path(
+        "contradictions/<uuid:contradiction_id>/resolve",
+        contradictions.contradiction_resolve_view,
+        name="contradiction-resolve",
+    ),
+    path("contradictions/consolidate", contradictions.consolidate_view, name="consolidate"),
+    path(
+        "consolidation/<uuid:run_id>/undo", contradictions.consolidation_undo_view, name="consolidation-undo"
+    ),
     path("providers", providers.providers_page, name="providers"),
     path("providers/add", providers.provider_add, name="provider-add"),
     path("providers/<str:name>/edit", providers.provider_edit, name="provider-edit"),

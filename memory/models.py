@@ -121,6 +121,11 @@ class ApiKey(models.Model):
     fallbacks = models.ManyToManyField(
         MemoryProvider, through="ProviderFallback", blank=True, related_name="fallback_for"
     )
+    # This key's own composite ranking (memory.retrieval.composite): the signal weights
+    # (``{"semantic", "recency", "importance"}``) and the recency half-life in days; null follows the
+    # settings' ``compositeWeights`` / ``recencyHalfLifeDays``.
+    composite_weights = models.JSONField(null=True, blank=True)
+    recency_half_life_days = models.FloatField(null=True, blank=True)
 
     # The first manager is the default one: it hides the health probe. ``all_objects`` includes it (for
     # memory/services/health.py alone); ruff's DJ012 takes a bare ``models.Manager()`` for a field.
@@ -411,6 +416,8 @@ class AuditAction(models.TextChoices):
     PROVIDER_DELETE = "provider.delete"
     SETTINGS_CHANGE = "settings.change"
     CONTRADICTION_RESOLVE = "contradiction.resolve"
+    MEMORY_CONSOLIDATE = "memory.consolidate"
+    MEMORY_CONSOLIDATE_UNDO = "memory.consolidate_undo"
 
 
 class AuditEvent(models.Model):
@@ -566,6 +573,9 @@ class ContradictionResolution(models.TextChoices):
     KEEP_BOTH = "keep_both"
     MERGE = "merge"
     AUTO = "auto"
+    # Settled by a consolidation (memory.services.consolidation): both sides became one memory, or
+    # one side was no longer current.
+    CONSOLIDATED = "consolidated"
 
 
 class Contradiction(models.Model):
@@ -602,3 +612,67 @@ class Contradiction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.verdict} {self.subject}: {self.old_id} -> {self.new_id} ({self.status})"
+
+
+class ConsolidationStatus(models.TextChoices):
+    APPLIED = "applied"
+    UNDONE = "undone"
+
+
+class ConsolidationRun(models.Model):
+    """One consolidation of one owner's memories (:mod:`memory.services.consolidation`): the groups of
+    near-duplicates it merged, each a :class:`ConsolidationMerge`, and what it did to the
+    contradictions (``contradictions``: each changed row's state before, for the undo).
+
+    Only a run that merged something is stored (a dry run writes nothing). ``undo`` puts every row
+    back as it was; a run is undone at most once (``status``). Goes with its key.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="consolidation_runs")
+    created_at = models.DateTimeField(default=timezone.now)
+    actor = models.CharField(max_length=200, blank=True, default="")
+    status = models.CharField(
+        max_length=8, choices=ConsolidationStatus.choices, default=ConsolidationStatus.APPLIED
+    )
+    undone_at = models.DateTimeField(null=True, blank=True)
+    groups = models.PositiveIntegerField(default=0)
+    merged = models.PositiveIntegerField(default=0)
+    resolved = models.PositiveIntegerField(default=0)
+    contradictions = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        db_table = "memory_consolidation_runs"
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "-created_at"], name="consolidation_owner_at")]
+
+    def __str__(self) -> str:
+        return f"{self.owner_id} {self.created_at:%Y-%m-%d %H:%M}: {self.merged} merged ({self.status})"
+
+
+class ConsolidationMerge(models.Model):
+    """One group of a :class:`ConsolidationRun`: the memories merged into ``survivor`` (a ``seq``; a
+    plain number, not a foreign key: the record must not change when the survivor does).
+
+    ``survivor_before`` is the survivor's row before the merge and ``removed`` each merged-away row,
+    both in Django's serialisation (every column, ``seq`` and ``uuid`` included), with, for a removed
+    row, its vector (``vector``: base64 float32, with the store's ``signature``), its slot index rows,
+    the turns whose context it was and the memories it superseded: everything an undo needs to put
+    the rows back exactly. ``survivor_written_at`` is the survivor's ``updated_at`` after the merge:
+    an undo refuses to overwrite a survivor edited since.
+    """
+
+    run = models.ForeignKey(ConsolidationRun, on_delete=models.CASCADE, related_name="merges")
+    survivor = models.BigIntegerField()
+    survivor_uuid = models.UUIDField()
+    survivor_before = models.JSONField()
+    survivor_written_at = models.DateTimeField()
+    removed = models.JSONField(default=list)
+    reasons = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        db_table = "memory_consolidation_merges"
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{len(self.removed)} into {self.survivor_uuid}"

@@ -528,6 +528,14 @@ class ApiKeySerializer(serializers.Serializer):
     memoryCount = serializers.IntegerField(
         allow_null=True, help_text="null when the key's provider cannot be reached."
     )
+    compositeWeights = serializers.DictField(
+        child=serializers.FloatField(),
+        allow_null=True,
+        help_text="This key's composite weights (semantic, recency, importance); null: the settings'.",
+    )
+    recencyHalfLifeDays = serializers.FloatField(
+        allow_null=True, help_text="This key's recency half-life in days; null: the settings'."
+    )
 
 
 class ApiKeyCreatedSerializer(ApiKeySerializer):
@@ -627,9 +635,10 @@ class ContradictionSerializer(serializers.Serializer):
     reason = serializers.CharField(allow_blank=True, help_text="One sentence for the reviewer.")
     status = serializers.ChoiceField(choices=["open", "resolved"])
     resolution = serializers.ChoiceField(
-        choices=["keep_old", "keep_new", "keep_both", "merge", "auto"],
+        choices=["keep_old", "keep_new", "keep_both", "merge", "auto", "consolidated"],
         allow_null=True,
-        help_text="null while open; auto: a supersession applied on write.",
+        help_text="null while open; auto: a supersession applied on write; consolidated: settled by a "
+        "consolidation (both sides became one memory, or one side was no longer current).",
     )
     createdAt = serializers.DateTimeField()
     resolvedAt = serializers.DateTimeField(allow_null=True)

@@ -295,6 +295,10 @@ class MemorySettingsSerializer(StrictSerializer):
         "recency of one written now.",
     )
 
+    consolidationEnabled = StrictBooleanField(
+        required=False, help_text="Merge each key's near-duplicate memories every night (undoable)."
+    )
+
     def validate_customBaseUrl(self, value: str | None) -> str | None:
         return value or None
 

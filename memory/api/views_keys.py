@@ -15,9 +15,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from memory.api import responses as r
-from memory.api.serializers import StrictBooleanField, StrictCharField, StrictSerializer
+from memory.api.serializers import (
+    CompositeWeightsField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictFloatField,
+    StrictSerializer,
+)
 from memory.api.views import MemoryAPIView
 from memory.api.views_providers import require_global_admin
+from memory.conf import HALF_LIFE_DAYS
 from memory.models import ApiKey, TokenScope
 from memory.services import providers as svc
 from memory.services.audit import actor_for
@@ -50,6 +57,18 @@ class KeyUpdateSerializer(StrictSerializer):
     name = StrictCharField(required=False, max_length=200)
     allowGlobalScope = StrictBooleanField(required=False)
     revoked = StrictBooleanField(required=False, help_text="true revokes the key (for good).")
+    compositeWeights = CompositeWeightsField(
+        required=False,
+        allow_null=True,
+        help_text="This key's own composite weights (semantic, recency, importance); null: the settings'.",
+    )
+    recencyHalfLifeDays = StrictFloatField(
+        required=False,
+        allow_null=True,
+        min_value=HALF_LIFE_DAYS[0],
+        max_value=HALF_LIFE_DAYS[1],
+        help_text="This key's own recency half-life in days; null: the settings'.",
+    )
     provider = ProviderNameField(required=False, allow_null=True, help_text=PROVIDER_HELP)
     fallbacks = serializers.ListField(
         child=ProviderNameField(),
@@ -126,6 +145,8 @@ class KeyDetailView(MemoryAPIView):
             "revoked": "revoked",
             "provider": "provider",
             "fallbacks": "fallbacks",
+            "compositeWeights": "composite_weights",
+            "recencyHalfLifeDays": "recency_half_life_days",
         }
         changes = {field: data[name] for name, field in fields.items() if name in data}
         svc.key_update(key, actor=actor_for(self.principal, via="rest"), **changes)

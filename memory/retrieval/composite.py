@@ -20,14 +20,23 @@ signal in 0..1; the default weights 0.5 / 0.3 / 0.2 sum to 1, so the score is th
 
 The candidates are those of the strategy that ran (hybrid's, for the ``composite`` strategy), which
 this module only re-orders: it never adds or drops a memory.
+
+**Per key.** An API key may have its own weights and half-life (``ApiKey.composite_weights``,
+``ApiKey.recency_half_life_days``, set through ``PATCH /api/keys/<id>``); :func:`rerank` scores each
+hit with its owner's (:func:`key_tuning`, one query for the hits' owners), and the settings'
+``compositeWeights`` / ``recencyHalfLifeDays`` where the key sets none. Every score is a weighted mean
+in 0..1, so hits of keys tuned differently (a chat with the global scope) still compare.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, TypedDict
+
+from memory.models import ApiKey
 
 if TYPE_CHECKING:  # for the hints only: the engine imports this module
     from memory.retrieval.engine import Hit
@@ -103,6 +112,38 @@ def relative(scores: Sequence[float]) -> list[float]:
     return [max(0.0, score) / best for score in scores]
 
 
+@dataclass(frozen=True)
+class KeyTuning:
+    """One API key's own composite settings; ``None`` fields follow the settings."""
+
+    weights: Mapping[str, float] | None
+    half_life_days: float | None
+
+
+def key_tuning(owner_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, KeyTuning]:
+    """The keys among ``owner_ids`` that set their own weights or half-life (one query)."""
+    owners = list(set(owner_ids))
+    if not owners:
+        return {}
+    rows = ApiKey.all_objects.filter(pk__in=owners).exclude(
+        composite_weights__isnull=True, recency_half_life_days__isnull=True
+    )
+    return {
+        pk: KeyTuning(weights, half_life)
+        for pk, weights, half_life in rows.values_list("pk", "composite_weights", "recency_half_life_days")
+    }
+
+
+def _usable(weights: object) -> bool:
+    """Whether stored per-key weights can score (the API checks them on write; a row edited by hand
+    may hold anything, and then the settings' weights are used)."""
+    if not isinstance(weights, Mapping):
+        return False
+    values = [weights.get(name) for name in SIGNALS]
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0]
+    return len(numbers) == len(SIGNALS) and sum(numbers) > 0
+
+
 def rerank(
     hits: list[Hit],
     *,
@@ -113,15 +154,22 @@ def rerank(
 ) -> list[Hit]:
     """``hits`` ordered by the composite score, best first (ties keep their order). Each hit's
     ``score`` becomes the composite score and ``signals`` its three signals; the relevance score it
-    had is kept in ``signals.semantic`` (relative to the best)."""
+    had is kept in ``signals.semantic`` (relative to the best). ``weights`` and ``half_life_days``
+    are the settings'; a hit whose key has its own (:func:`key_tuning`) is scored with those."""
     semantic = [0.0] * len(hits) if semantic_from == "none" else relative([hit.score for hit in hits])
+    tuned = key_tuning(hit.memory.owner_id for hit in hits)
     for hit, relevance in zip(hits, semantic, strict=True):
+        own = tuned.get(hit.memory.owner_id)
+        hit_weights = weights
+        if own is not None and own.weights is not None and _usable(own.weights):
+            hit_weights = own.weights
+        half_life = own.half_life_days if own is not None and own.half_life_days else half_life_days
         importance = min(1.0, max(0.0, float(hit.memory.importance)))
         hit.signals = Signals(
             semantic=relevance,
-            recency=recency(hit.memory.created_at, now=now, half_life_days=half_life_days),
+            recency=recency(hit.memory.created_at, now=now, half_life_days=half_life),
             importance=importance,
             semantic_from=semantic_from,
         )
-        hit.score = scored_memory(hit.signals, weights)
+        hit.score = scored_memory(hit.signals, hit_weights)
     return sorted(hits, key=lambda hit: hit.score, reverse=True)

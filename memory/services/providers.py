@@ -37,9 +37,11 @@ from memory.backends.base import BackendConfigError, BackendUnavailable, Health
 from memory.backends.durable import pending_summary
 from memory.backends.registry import parse_config
 from memory.backends.selection import manager_for, managers, provider_backend
+from memory.conf import HALF_LIFE_DAYS, composite_weights_problem
 from memory.crypto import SecretUnreadable
 from memory.exceptions import Conflict, NotFound, ValidationFailed
 from memory.models import ApiKey, AuditAction, MemoryProvider, PendingProviderWrite, ProviderFallback
+from memory.retrieval.composite import SIGNALS
 from memory.services import audit
 from memory.services.credentials import credential_delete, credential_revoke
 
@@ -407,23 +409,32 @@ def key_update(
     revoked: bool = _UNSET,
     provider: str | None = _UNSET,
     fallbacks: Sequence[str] = _UNSET,
+    composite_weights: Mapping[str, float] | None = _UNSET,
+    recency_half_life_days: float | None = _UNSET,
     actor: audit.Actor,
 ) -> ApiKey:
-    """Rename the key, change whether it may use the global scope, revoke it (through
+    """Rename the key, change whether it may use the global scope, its own composite weights and
+    recency half-life (None: the settings'; ``memory.retrieval.composite``), revoke it (through
     ``credential_revoke``) or change its provider and fallbacks (:func:`key_set_provider`), all or
     nothing. Fallbacks left out are kept, unless the provider becomes None (the native store has
     none). A revoked key stays revoked (``revoked=False`` on one is refused: its secret may have
     leaked; issue a new key)."""
     if revoked is False and api_key.revoked_at is not None:
         raise ValidationFailed("a revoked key cannot be restored: create a new key", field="revoked")
-    before = {"name": api_key.name, "allowGlobalScope": api_key.allow_global_scope}
+    before = _tunable(api_key)
     if name is not _UNSET:
         api_key.name = _check_key_name(name)
     if allow_global_scope is not _UNSET:
         api_key.allow_global_scope = bool(allow_global_scope)
-    after = {"name": api_key.name, "allowGlobalScope": api_key.allow_global_scope}
+    if composite_weights is not _UNSET:
+        api_key.composite_weights = _checked_weights(composite_weights)
+    if recency_half_life_days is not _UNSET:
+        api_key.recency_half_life_days = _checked_half_life(recency_half_life_days)
+    after = _tunable(api_key)
     if after != before:
-        api_key.save(update_fields=["name", "allow_global_scope"])
+        api_key.save(
+            update_fields=["name", "allow_global_scope", "composite_weights", "recency_half_life_days"]
+        )
         audit.record(
             actor=actor,
             action=AuditAction.CREDENTIAL_UPDATE,
@@ -479,6 +490,31 @@ def key_get(key_id: str | uuid.UUID) -> ApiKey:
     return key
 
 
+def _tunable(api_key: ApiKey) -> dict[str, Any]:
+    return {
+        "name": api_key.name,
+        "allowGlobalScope": api_key.allow_global_scope,
+        "compositeWeights": api_key.composite_weights,
+        "recencyHalfLifeDays": api_key.recency_half_life_days,
+    }
+
+
+def _checked_weights(weights: Mapping[str, float] | None) -> dict[str, float] | None:
+    if weights is None:
+        return None
+    problem = composite_weights_problem(dict(weights))
+    if problem is not None:
+        raise ValidationFailed(problem, field="compositeWeights")
+    return {name: float(weights[name]) for name in SIGNALS}
+
+
+def _checked_half_life(days: float | None) -> float | None:
+    low, high = HALF_LIFE_DAYS
+    if days is not None and not low <= days <= high:
+        raise ValidationFailed(f"Must be from {low:.4f} to {high:g} days.", field="recencyHalfLifeDays")
+    return None if days is None else float(days)
+
+
 def key_json(api_key: ApiKey) -> dict[str, Any]:
     """A key as the API and the Studio show it (never its secret nor its hash). ``memoryCount`` is
     null when the key's store cannot be reached."""
@@ -497,6 +533,8 @@ def key_json(api_key: ApiKey) -> dict[str, Any]:
         "provider": api_key.provider.name if api_key.provider is not None else None,
         "fallbacks": _fallback_names(api_key) if api_key.provider_id else [],
         "memoryCount": count,
+        "compositeWeights": api_key.composite_weights,
+        "recencyHalfLifeDays": api_key.recency_half_life_days,
     }
 
 

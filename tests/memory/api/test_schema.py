@@ -246,6 +246,16 @@ def test_the_answers_match_the_schema(schema, admin_api, anon_api, alice):
         "post", "/api/memory/contradictions/{contradiction_id}/resolve", resolve, body={"resolution": "merge"}
     )
     check("get", "/api/memory", path=f"/api/memory?apiKeyId={owner}&includeSuperseded=true&entity=lyon")
+    check("post", "/api/memory", body={"apiKeyId": owner, "content": "I like tea"}, status=201)
+    check("post", "/api/memory", body={"apiKeyId": owner, "content": "The user likes tea"}, status=201)
+    assert check("post", "/api/memory/consolidate", body={"dryRun": True})["owners"][0]["groups"]
+    run = check("post", "/api/memory/consolidate", body={"apiKeyId": owner})["owners"][0]["runId"]
+    check("post", "/api/memory/consolidate/{run_id}/undo", f"/api/memory/consolidate/{run}/undo")
+    tuned = {
+        "compositeWeights": {"semantic": 0.6, "recency": 0.2, "importance": 0.2},
+        "recencyHalfLifeDays": 14,
+    }
+    check("patch", "/api/keys/{key_id}", f"/api/keys/{owner}", body=tuned)
     check("post", "/api/memory", body={"apiKeyId": owner, "content": " "}, status=400)
     Checked(schema, anon_api)("get", "/api/memory", status=401)
     documented = {name for name, _ in operations(schema)} - {"PATCH /api/memory/{memory_id}"}
