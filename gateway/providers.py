@@ -40,13 +40,17 @@ def seed_default_provider() -> UpstreamProvider | None:
 
 def _load_enabled_providers() -> list[UpstreamProvider]:
     providers = list(UpstreamProvider.objects.filter(enabled=True))
-    if not providers and seed_default_provider() is not None:
+    if not providers:
+        # Read again whoever seeded: concurrent first requests race, and the losers (IntegrityError in
+        # seed_default_provider) must see the winner's row, not cache an empty list.
+        seed_default_provider()
         providers = list(UpstreamProvider.objects.filter(enabled=True))
     return providers
 
 
-# Every chat request routes; operators rarely edit providers. Saves and deletes clear it (gateway.apps).
-PROVIDERS: Cached[list[UpstreamProvider]] = Cached(_load_enabled_providers)
+# Every chat request routes; operators rarely edit providers. Saves and deletes clear it (gateway.apps), in
+# every process (the stamp row).
+PROVIDERS: Cached[list[UpstreamProvider]] = Cached(_load_enabled_providers, stamp="gateway.providers")
 
 
 def enabled_providers() -> list[UpstreamProvider]:

@@ -3,9 +3,10 @@
 One mechanism for every group of settings an operator changes at runtime
 (the memory settings here; Qdrant's in ``memory.qdrant_conf``): a frozen
 dataclass, one normaliser per field, and a :class:`StoredSettings` that keeps
-the group in the ``Setting`` table under its prefix. Reads are cached for
-``MEMORY_SETTINGS_CACHE_SECONDS`` and invalidated on every write made in this
-process (other processes see a write within that time). Values read back from
+the group in the ``Setting`` table under its prefix. Reads are cached (:class:`Cached`): a write
+clears this process's copy at once and bumps the group's stamp row, which every other process checks
+at most once per :data:`STAMP_CHECK_SECONDS`, so a save is seen everywhere within about a second
+(SQLite or PostgreSQL, one machine or several). Values read back from
 the database are normalised field by field (``NORMALISERS``) and never raise: junk
 falls back to the default, and stored keys the group no longer has (old
 fields) are ignored.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -84,6 +86,9 @@ class MemorySettings:
     # recency, importance; the score is their weighted mean) and the recency half-life in days.
     compositeWeights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     recencyHalfLifeDays: float = DEFAULT_HALF_LIFE_DAYS
+    # The nightly consolidation of near-duplicates (memory.tasks.consolidation); off by default: it
+    # deletes rows (undoable, audited), which an operator should choose.
+    consolidationEnabled: bool = False
     # No backend fields (primaryBackend, fallbackBackends, backendConfigs) nor skillsEnabled: they
     # were stored and read by nothing. The providers issue brings backends back with a meaning.
 
@@ -235,40 +240,94 @@ NORMALISERS: dict[str, Normaliser] = {
     "rrfWeights": _weights,
     "compositeWeights": _composite_weights,
     "recencyHalfLifeDays": _half_life,
+    "consolidationEnabled": boolean,
 }
 
 
-class Cached(Generic[T]):
-    """The value ``load()`` returns, reused for ``MEMORY_SETTINGS_CACHE_SECONDS``.
+# How often a process asks whether a cached group changed in another process: one primary-key read of
+# its stamp row, at most once a second per group, instead of reloading the group.
+STAMP_CHECK_SECONDS = 1.0
+# The stamp rows live in the Setting table under this prefix, beside no group's fields ("memory.",
+# "qdrant."), so no group ever reads one as a setting.
+STAMP_PREFIX = "stamp:"
 
-    For what every request reads and an operator rarely changes (settings, upstream providers).
-    :meth:`invalidate` drops it at once and again after the current transaction commits, so a write
-    in this process is seen by its next read; other processes see it within the TTL.
+
+@dataclass
+class _Entry(Generic[T]):
+    value: T
+    loaded_at: float
+    checked_at: float
+    stamp: object
+
+
+class Cached(Generic[T]):
+    """The value ``load()`` returns, shared by the threads of a process and kept fresh across processes.
+
+    For what every request reads and an operator rarely changes (settings, upstream providers). A
+    value is reused for at most ``MEMORY_SETTINGS_CACHE_SECONDS`` (0: never cached). With a ``stamp``
+    name, :meth:`invalidate` also writes a new random token into the stamp row ``stamp:<name>`` (in
+    the writer's transaction, so the token and the change commit together), and a process reusing a
+    value reads that row at most every :data:`STAMP_CHECK_SECONDS`: a different token reloads. The
+    token is read before the value, so a write that commits between the two reloads once more.
+    :meth:`invalidate` drops this process's copy at once and again after the current transaction
+    commits. Changes that bypass :meth:`invalidate` (a bulk ``update()``, a raw edit of a row) are
+    seen when the value's age reaches the TTL.
     """
 
-    def __init__(self, load: Callable[[], T]) -> None:
+    def __init__(self, load: Callable[[], T], *, stamp: str | None = None) -> None:
         self.load = load
+        self.stamp_key = STAMP_PREFIX + stamp if stamp else None
         self._lock = threading.Lock()
-        self._cached: tuple[float, T] | None = None
+        self._cached: _Entry[T] | None = None
+        # Bumped by every clear: a value loaded before a clear is not kept after it.
+        self._generation = 0
 
     def get(self) -> T:
+        ttl = settings.MEMORY_SETTINGS_CACHE_SECONDS
         now = time.monotonic()
         with self._lock:
-            if self._cached is not None and now - self._cached[0] < settings.MEMORY_SETTINGS_CACHE_SECONDS:
-                return self._cached[1]
+            entry = self._cached
+        if entry is not None and now - entry.loaded_at < ttl:
+            if self.stamp_key is None or now - entry.checked_at < min(ttl, STAMP_CHECK_SECONDS):
+                return entry.value
+            if self._read_stamp() == entry.stamp:
+                entry.checked_at = now
+                return entry.value
+        if ttl <= 0:
+            return self.load()
+        with self._lock:
+            generation = self._generation
+        stamp = self._read_stamp()
         value = self.load()
         with self._lock:
-            self._cached = (now, value)
+            if generation == self._generation:
+                self._cached = _Entry(value, now, now, stamp)
         return value
 
+    def _read_stamp(self) -> object:
+        if self.stamp_key is None:
+            return None
+        return Setting.objects.filter(key=self.stamp_key).values_list("value", flat=True).first()
+
     def invalidate(self, **_signal_kwargs: Any) -> None:
+        """Drop the cached value here and tell the other processes (the stamp) that it changed."""
         self._clear()
+        if self.stamp_key is not None:
+            self._bump()
         if transaction.get_connection().in_atomic_block:
             transaction.on_commit(self._clear)
+
+    def _bump(self) -> None:
+        assert self.stamp_key is not None
+        token = uuid.uuid4().hex
+        if not Setting.objects.filter(key=self.stamp_key).update(value=token):
+            # First change ever; a racing first writer's row holds a fresh token too.
+            Setting.objects.get_or_create(key=self.stamp_key, defaults={"value": token})
 
     def _clear(self) -> None:
         with self._lock:
             self._cached = None
+            self._generation += 1
 
 
 class StoredSettings(Generic[D]):
@@ -308,7 +367,7 @@ class StoredSettings(Generic[D]):
         self.normalisers = normalisers
         self.defaults = defaults
         self.on_commit = on_commit
-        self._cache: Cached[D] = Cached(self._read)
+        self._cache: Cached[D] = Cached(self._read, stamp=prefix.rstrip("."))
 
     def normalise(self, raw: dict[str, Any], defaults: D | None = None) -> D:
         """Overlay the known keys of ``raw`` on ``defaults`` (the environment's), normalising each value;

@@ -7,11 +7,14 @@ built on the first /mcp request (importing the SDK takes seconds, and a
 deployment that never uses MCP should not pay for it); its session manager
 starts with it, which works under servers without lifespan support (daphne,
 our ``runserver``). Lifespan events, where the server sends them (uvicorn),
-are acknowledged here, and shutdown stops the MCP session manager.
+are acknowledged here, and shutdown stops the MCP session manager and writes the statistics gathered in
+memory (:func:`finish_background_work`).
 """
 
+import logging
 import os
 
+from django.conf import settings
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "omniroute.settings")
@@ -23,11 +26,15 @@ from omniroute.handlers import ApiASGIHandler  # noqa: E402
 api_asgi_app = ApiASGIHandler()
 rest_asgi_app = ApiASGIHandler("REST_API_MIDDLEWARE")
 
+from asgiref.sync import sync_to_async  # noqa: E402
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from dashboard.routing import websocket_urlpatterns  # noqa: E402
+from gateway.workers import wait_for_after_response_work  # noqa: E402
+from memory.services.auth import flush_last_uses  # noqa: E402
+from memory.services.usage import flush_accesses  # noqa: E402
 
 MCP_PATH = "/mcp"
 API_PREFIX = "/v1/"
@@ -64,6 +71,18 @@ def mcp_app():
     return _mcp_app
 
 
+def finish_background_work() -> None:
+    """Let the after-response work of the answers already sent run (it enqueues their extraction),
+    within ``OMNIROUTE_SHUTDOWN_TIMEOUT_SECONDS``, then write the access counters and credential uses
+    gathered in memory. A web process of ``serve --workers N`` ends by the signal uvicorn re-raises
+    after its shutdown, so its exit hooks (``atexit``) never run: the lifespan shutdown is the last
+    moment that is sure to come."""
+    if not wait_for_after_response_work(timeout=settings.OMNIROUTE_SHUTDOWN_TIMEOUT_SECONDS):
+        logging.getLogger("omniroute.asgi").error("after-response work still running at shutdown")
+    flush_accesses()
+    flush_last_uses()
+
+
 async def lifespan(scope, receive, send):
     while True:
         message = await receive()
@@ -72,6 +91,7 @@ async def lifespan(scope, receive, send):
         elif message["type"] == "lifespan.shutdown":
             if _mcp_app is not None:
                 await _mcp_app.aclose()
+            await sync_to_async(finish_background_work, thread_sensitive=True)()
             await send({"type": "lifespan.shutdown.complete"})
             return
 

@@ -1,12 +1,10 @@
-"""Lifecycle routes: clear, summarisation, the pipeline health check, the load-balancer probe, and
-/mcp's fallback."""
+"""Lifecycle routes: clear, summarisation, the pipeline health check, the load-balancer probes
+(liveness ``/healthz``, readiness ``/readyz``), and /mcp's fallback."""
 
 from __future__ import annotations
 
 import logging
 
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
@@ -34,6 +32,7 @@ from memory.api.views import MemoryAPIView
 from memory.models import ApiKey, MemoryType
 from memory.services.audit import actor_for
 from memory.services.health import run_health_check
+from memory.services.readiness import RETRY_AFTER_SECONDS, liveness_problem, readiness
 from memory.services.summarization import summarizable_owners, summarize_owners
 from memory.shapes import memory_json
 
@@ -140,39 +139,31 @@ class HealthView(MemoryAPIView):
         return Response(run_health_check())
 
 
-_migrations_applied = False
-
-
-def _pending_migrations() -> bool:
-    """Whether migrations are unapplied. Once all are applied the answer is kept for the process
-    (a deployment with new migrations restarts it); loading the graph costs tens of milliseconds."""
-    global _migrations_applied
-    if _migrations_applied:
-        return False
-    executor = MigrationExecutor(connection)
-    pending = bool(executor.migration_plan(executor.loader.graph.leaf_nodes()))
-    _migrations_applied = not pending
-    return pending
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """Liveness, for load balancers: 200 when the database answers and is migrated, else 503. No auth,
+    no data."""
+    problem = liveness_problem()
+    if problem is not None:
+        return JsonResponse({"status": "unavailable", "reason": problem}, status=503)
+    return JsonResponse({"status": "ok"})
 
 
 @require_GET
-def healthz(request: HttpRequest) -> JsonResponse:
-    """For load balancers: 200 when the database answers and is migrated, else 503. No auth, no data."""
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
-    except Exception:
-        logger.exception("healthz: database unreachable")
-        return JsonResponse({"status": "unavailable", "reason": "database unreachable"}, status=503)
-    try:
-        pending = _pending_migrations()
-    except Exception:
-        logger.exception("healthz: migration state unknown")
-        return JsonResponse({"status": "unavailable", "reason": "migration state unknown"}, status=503)
-    if pending:
-        return JsonResponse({"status": "unavailable", "reason": "migrations pending"}, status=503)
-    return JsonResponse({"status": "ok"})
+def readyz(request: HttpRequest) -> JsonResponse:
+    """Readiness of this process (``memory.services.readiness``): 200 with each check and the pid, or
+    503 in the JSON error envelope, one detail per failed check, with ``Retry-After``. No auth; the
+    answer holds fixed phrases only."""
+    state = readiness()
+    if state.ready:
+        return JsonResponse({"status": "ready", "pid": state.pid, "checks": state.checks})
+    response = json_error(
+        "Not ready: " + "; ".join(f"{name}: {problem}" for name, problem in state.problems),
+        status_code=503,
+        details=[{"field": name, "message": problem} for name, problem in state.problems],
+    )
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
 
 
 @csrf_exempt

@@ -36,6 +36,10 @@ class DeferredWriter(Generic[K, V]):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        # Held for a whole flush: a flush that finds the batch taken by the background thread's flush
+        # waits for that write (a process flushing at exit must not leave while its last batch is in
+        # the air: the daemon thread dies with the process).
+        self._flushing = threading.Lock()
         self._pending: dict[K, V] = {}
         self._since: float | None = None  # when the oldest unwritten value was gathered
         self._has_work = threading.Event()
@@ -81,19 +85,20 @@ class DeferredWriter(Generic[K, V]):
     def flush(self) -> int:
         """Write what was gathered, now, on the calling thread; returns what :meth:`write` returns.
         On a failure (logged) the values go back to the queue and are retried next time."""
-        with self._lock:
-            batch, self._pending, self._since = self._pending, {}, None
-            self._has_work.clear()
-        if not batch:
-            return 0
-        try:
-            return self.write(batch)
-        except Exception:
-            logger.exception(self.failure_event, extra={"rows": len(batch)})
+        with self._flushing:
             with self._lock:
-                self._merge_in(batch)
-            connection.close()
-            return 0
+                batch, self._pending, self._since = self._pending, {}, None
+                self._has_work.clear()
+            if not batch:
+                return 0
+            try:
+                return self.write(batch)
+            except Exception:
+                logger.exception(self.failure_event, extra={"rows": len(batch)})
+                with self._lock:
+                    self._merge_in(batch)
+                connection.close()
+                return 0
 
     def _ensure_thread(self) -> None:
         # The caller holds the lock.

@@ -6,8 +6,15 @@ for what is a statistic, so accesses go through a
 :class:`memory.services.deferred.DeferredWriter`: gathered in memory and written
 by one background thread every ``MEMORY_ACCESS_FLUSH_SECONDS``, as one
 transaction for everything gathered meanwhile; the process flushes what is
-left when it exits. The statement updates two plain columns, so the FTS
-update trigger (``AFTER UPDATE OF content, key``) stays quiet.
+left when it exits (a serving process also flushes at its ASGI shutdown). The
+statement updates two plain columns, so the FTS update trigger (``AFTER UPDATE
+OF content, key``) stays quiet.
+
+Many writers (several web workers and consumers, each with its own recorder)
+are safe: the count is added in the database (``access_count = access_count +
+n``, under the row's write lock), never read, incremented and written back, so
+no increment is lost or counted twice; and ``last_accessed_at`` only moves
+forward, so a batch flushed late by a slower process cannot set it back.
 
 Inside a transaction, on an in-memory database (whose other connections could
 not see this one's rows), or with ``MEMORY_ACCESS_FLUSH_SECONDS=0``, the
@@ -27,7 +34,11 @@ from memory.services.deferred import DeferredWriter
 
 logger = logging.getLogger("memory.access")
 
-UPDATE_SQL = "UPDATE memories SET access_count = access_count + %s, last_accessed_at = %s WHERE seq = %s"
+UPDATE_SQL = (
+    "UPDATE memories SET access_count = access_count + %s, last_accessed_at = CASE"
+    " WHEN last_accessed_at IS NULL OR last_accessed_at < %s THEN %s ELSE last_accessed_at END"
+    " WHERE seq = %s"
+)
 
 
 def write_accesses(counts: dict[int, tuple[int, datetime]]) -> None:
@@ -36,7 +47,7 @@ def write_accesses(counts: dict[int, tuple[int, datetime]]) -> None:
     if not counts:
         return
     adapt = connection.ops.adapt_datetimefield_value
-    rows = [(count, adapt(at), seq) for seq, (count, at) in counts.items()]
+    rows = [(count, adapt(at), adapt(at), seq) for seq, (count, at) in counts.items()]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.executemany(UPDATE_SQL, rows)
 

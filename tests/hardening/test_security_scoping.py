@@ -28,6 +28,7 @@ from memory.models import ApiKey, Contradiction, ManagementToken, Memory, Memory
 from memory.retrieval.engine import Hit
 from memory.services.audit import SYSTEM as SYSTEM_ACTOR
 from memory.services.auth import authenticate_token
+from memory.services.consolidation import consolidate
 from memory.services.ledger import ledger_draft, write_entries
 from memory.services.memories import MemoryInput, memory_bulk_create
 from memory.services.providers import provider_save
@@ -253,6 +254,12 @@ def _healthz(world: World) -> None:
     assert response.status_code == 200 and response.json() == {"status": "ok"}
 
 
+def _readyz(world: World) -> None:
+    response = world.api.get("/readyz")
+    assert response.status_code == 200 and response.json()["status"] == "ready"
+    assert_no_leak(world, response.content)
+
+
 def _mcp_fallback(world: World) -> None:
     response = _send(world, "POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     assert response.status_code == 501
@@ -362,6 +369,37 @@ def _contradiction_resolve(world: World) -> None:
     assert Contradiction.objects.get(pk=theirs).status == "open"
 
 
+def _duplicates_of(owner: ApiKey) -> None:
+    make_memory(owner, "I like tea")
+    make_memory(owner, "The user likes tea")
+
+
+def _consolidate(world: World) -> None:
+    _duplicates_of(world.alice)
+    _duplicates_of(world.bob)
+    before = world.bob_rows()
+    response = world.api.post("/api/memory/consolidate", {}, format="json")
+    assert response.status_code == 200, response.content
+    assert [o["apiKeyId"] for o in response.json()["owners"]] == [str(world.alice.pk)]
+    assert response.json()["mergedCount"] == 1
+    assert_no_leak(world, response.content)
+    refused = world.api.post("/api/memory/consolidate", {"apiKeyId": str(world.bob.pk)}, format="json")
+    assert refused.status_code in (403, 404)
+    assert_no_leak(world, refused.content, sent=(str(world.bob.pk),))
+    assert world.bob_rows() == before
+
+
+def _consolidate_undo(world: World) -> None:
+    _duplicates_of(world.bob)
+    run = consolidate(world.bob, actor=SYSTEM_ACTOR).run
+    assert run is not None
+    response = world.api.post(f"/api/memory/consolidate/{run.id}/undo", {}, format="json")
+    assert response.status_code == 404
+    assert_no_leak(world, response.content, sent=(str(run.id),))
+    run.refresh_from_db()
+    assert run.status == "applied"
+
+
 def _injection_detail(world: World) -> None:
     mine = _injection_of(world.alice, Memory.objects.filter(owner=world.alice).first())
     theirs = _injection_of(world.bob, world.bob_memory)
@@ -438,7 +476,10 @@ CASES: dict[tuple[str, str], Case] = {
     ("injection-detail", "GET"): _injection_detail,
     ("contradiction-list", "GET"): _contradiction_list,
     ("contradiction-resolve", "POST"): _contradiction_resolve,
+    ("memory-consolidate", "POST"): _consolidate,
+    ("memory-consolidate-undo", "POST"): _consolidate_undo,
     ("healthz", "GET"): _healthz,
+    ("readyz", "GET"): _readyz,
     ("mcp", "POST"): _mcp_fallback,
 }
 
