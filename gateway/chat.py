@@ -12,8 +12,11 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
+
+from django.db import connection, transaction
 
 from gateway.models import UpstreamProvider
 from gateway.providers import enabled_providers, select_provider
@@ -231,9 +234,13 @@ def route_and_inject(
     if routed.memory_on and should_inject_memory(body, enabled=True):
         try:
             started = time.perf_counter()
-            result = retrieve_for_chat(
-                api_key=api_key, query=routed.query, session_id=session_id, settings=settings, touch=touch
-            )
+            # Inside a caller's transaction (the Studio's preview), a savepoint: on PostgreSQL a failed
+            # query aborts the whole transaction, and the caller still has to answer. Not otherwise:
+            # SQLite's write transactions take its one write lock.
+            with transaction.atomic() if connection.in_atomic_block else nullcontext():
+                result = retrieve_for_chat(
+                    api_key=api_key, query=routed.query, session_id=session_id, settings=settings, touch=touch
+                )
             routed.latency_ms = (time.perf_counter() - started) * 1000
             routed.body = inject_memory(body, result.memories, target, roles=roles)
             routed.memories, routed.resolution = list(result.memories), dict(result.resolution)

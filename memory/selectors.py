@@ -20,6 +20,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Length, TruncDate
 from django.utils import timezone
 
+from memory import dialect
 from memory.cognitive.entities import fold
 from memory.conf import get_memory_settings
 from memory.exceptions import NotFound, ValidationFailed
@@ -60,10 +61,7 @@ def with_entity(qs: QuerySet[Memory], entity: str) -> QuerySet[Memory]:
     "sao paulo") with the ``normalised`` form the analysis stored."""
     wanted = fold(entity)
     named = RawSQL(
-        "EXISTS (SELECT 1 FROM json_each(memories.entities) AS e "
-        "WHERE json_extract(e.value, '$.normalised') = %s)",
-        [wanted],
-        output_field=BooleanField(),
+        dialect.json_array_has("memories.entities", "normalised"), [wanted], output_field=BooleanField()
     )
     return qs.annotate(names_entity=named).filter(names_entity=True)
 
@@ -109,7 +107,9 @@ class ListOrder:
     value: Callable[[Memory], Any]
 
     def order_by(self) -> list[OrderBy]:
-        column = OrderBy(self.expression, descending=self.descending)
+        # Explicit, since PostgreSQL's default is the reverse (NULL counts as largest there).
+        nulls = {"nulls_last": True} if self.descending else {"nulls_first": True}
+        column = OrderBy(self.expression, descending=self.descending, **nulls)
         return [column, F("created_at").desc(), F("seq").desc()]
 
     def sort(self, memories: Iterable[Memory]) -> list[Memory]:

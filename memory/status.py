@@ -14,6 +14,7 @@ from collections.abc import Collection
 from django.apps import apps
 from django.db import connection
 
+from memory import dialect
 from memory.conf import MemorySettings, get_memory_settings
 from memory.embeddings.catalog import EMBEDDERS
 from memory.embeddings.remote import RemoteSource
@@ -21,7 +22,7 @@ from memory.embeddings.runtime import cache_stats, local_model_built, readable_p
 from memory.models import VectorMeta
 from memory.retrieval.rerank import rerank_available
 from memory.services.indexing import VectorContext, index_signature, reindex_needed, vector_context
-from memory.services.integrity import FTS_TABLE, VEC_TABLE, index_counts
+from memory.services.integrity import VEC_TABLE, index_counts
 from memory.services.qdrant import qdrant_status
 from memory.tasks.handoff import queue_status
 from memory.vectorstores import int8scan
@@ -35,6 +36,8 @@ EMBEDDING_FALLBACK = "keyword search (FTS5)"
 
 
 def _fts_status() -> dict:
+    if dialect.is_postgres():
+        return _tsvector_status()
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH %s", ['"__probe__"'])
@@ -42,6 +45,21 @@ def _fts_status() -> dict:
         return {"available": True, "backend": "FTS5", "reason": "memory_fts answers MATCH queries"}
     except Exception as exc:
         return {"available": False, "backend": "none", "reason": f"FTS5 probe failed: {exc}"}
+
+
+def _tsvector_status() -> dict:
+    # A lexeme no text produces (the index keeps alphanumerics only).
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM memory_fts WHERE document @@ %s::tsquery", ["'__probe__'"])
+            cursor.fetchone()
+        return {
+            "available": True,
+            "backend": "PostgreSQL tsvector",
+            "reason": "memory_fts answers @@ queries",
+        }
+    except Exception as exc:
+        return {"available": False, "backend": "none", "reason": f"tsvector probe failed: {exc}"}
 
 
 def _dimensions(ctx: VectorContext, meta: VectorMeta) -> int | None:
@@ -133,18 +151,21 @@ def owner_index_counts(owner_ids: Collection[uuid.UUID]) -> dict[str, int | bool
         return {"memories": 0, "fts": 0, "vectors": None, "pending": 0, "consistent": True}
     marks = ", ".join(["%s"] * len(owners))
     theirs = f"SELECT seq FROM memories WHERE owner_id IN ({marks})"
+    docs, doc_seq = dialect.fts_documents()
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT count(*), coalesce(sum(needs_reindex), 0), "
-            f"(SELECT count(*) FROM {FTS_TABLE}_docsize WHERE id IN ({theirs})), "
-            "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = %s) "
+            f"SELECT count(*), count(*) FILTER (WHERE needs_reindex), "
+            f"(SELECT count(*) FROM {docs} WHERE {doc_seq} IN ({theirs})), "
+            f"{dialect.table_exists_sql()} "
             f"FROM memories WHERE owner_id IN ({marks})",
             [*owners, VEC_TABLE, *owners],
         )
         memories, pending, fts, has_vectors = (int(v) for v in cursor.fetchone())
         vectors = None
         if has_vectors:
-            cursor.execute(f"SELECT count(*) FROM {VEC_TABLE}_rowids WHERE rowid IN ({theirs})", owners)
+            cursor.execute(
+                f"SELECT count(*) FROM {dialect.vector_rowids()} WHERE rowid IN ({theirs})", owners
+            )
             vectors = int(cursor.fetchone()[0])
     agree = fts == memories and (vectors is None or vectors + pending == memories)
     return {"memories": memories, "fts": fts, "vectors": vectors, "pending": pending, "consistent": agree}

@@ -139,7 +139,9 @@ class Visibility:
             else:
                 conditions.append(f"({alias}.valid_to IS NULL OR {alias}.valid_to > %s)")
                 params.append(dt(self.valid_at))
-        if owners and self._owner_hex is not None:
+        if owners and self._owner_hex == ():
+            conditions.append("1 = 0")  # nobody: PostgreSQL has no empty ``IN ()``
+        elif owners and self._owner_hex is not None:
             marks = ", ".join(["%s"] * len(self._owner_hex))
             conditions.append(f"{alias}.owner_id IN ({marks})")
             params.extend(self._owner_hex)

@@ -14,6 +14,7 @@ from pathlib import Path
 import redis
 
 from omniroute.datadir import make_private
+from omniroute.db.url import database_from_url
 from omniroute.env import envbool, envchoice, envfloat, envint, envlist, envstr, key_bytes, request_header
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -50,8 +51,8 @@ SECURE_SSL_REDIRECT = envbool("OMNIROUTE_SSL_REDIRECT", https_served)
 SECURE_HSTS_SECONDS = envint("OMNIROUTE_HSTS_SECONDS", 31_536_000 if https_served else 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("OMNIROUTE_HSTS_INCLUDE_SUBDOMAINS", https_served)
 SECURE_HSTS_PRELOAD = envbool("OMNIROUTE_HSTS_PRELOAD", False)
-# A load balancer's health probe may come over plain HTTP; /healthz returns no data.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# A load balancer's health probes may come over plain HTTP; /healthz and /readyz return no data.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
 # security.W001 looks for Django's SecurityMiddleware by name; ours is its async subclass
 # (omniroute.handlers.AsyncSecurityMiddleware), first in MIDDLEWARE and API_MIDDLEWARE, and
 # tests/hardening/test_deploy.py checks that its redirect and HSTS header are served.
@@ -134,17 +135,25 @@ TEMPLATES = [
 
 # The embedded default: SQLite through our backend (extension loading, FTS5,
 # sqlite-vec, WAL, IMMEDIATE write transactions). See omniroute/db/base.py.
-DATABASES = {
-    "default": {
-        "ENGINE": "omniroute.db",
-        "NAME": envstr("OMNIROUTE_DB_PATH", str(DATA_DIR / "omniroute.sqlite3")),
-        "OPTIONS": {
-            "timeout": envint("OMNIROUTE_DB_BUSY_TIMEOUT_MS", 5000, minimum=0) / 1000,
-            "transaction_mode": "IMMEDIATE",
-        },
-        "TEST": {"NAME": envstr("OMNIROUTE_TEST_DB_PATH", "") or None},
+# DATABASE_URL (postgres://user:password@host:5432/name) selects PostgreSQL instead (omniroute/db/url.py,
+# docs/deployment.md "PostgreSQL"); OMNIROUTE_TEST_DATABASE_NAME names its test database.
+DATABASE_URL = envstr("DATABASE_URL").strip()
+if DATABASE_URL:
+    DATABASES = {
+        "default": database_from_url(DATABASE_URL, test_name=envstr("OMNIROUTE_TEST_DATABASE_NAME") or None)
     }
-}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "omniroute.db",
+            "NAME": envstr("OMNIROUTE_DB_PATH", str(DATA_DIR / "omniroute.sqlite3")),
+            "OPTIONS": {
+                "timeout": envint("OMNIROUTE_DB_BUSY_TIMEOUT_MS", 5000, minimum=0) / 1000,
+                "transaction_mode": "IMMEDIATE",
+            },
+            "TEST": {"NAME": envstr("OMNIROUTE_TEST_DB_PATH", "") or None},
+        }
+    }
 SQLITE_MMAP_SIZE = envint("OMNIROUTE_SQLITE_MMAP_SIZE", 268435456, minimum=0)
 # Test seam (as in the original): run without sqlite-vec.
 VECTOR_STORE_DISABLE_VEC = envbool("VECTOR_STORE_DISABLE_VEC", False)
@@ -224,7 +233,9 @@ MEMORY_EMBEDDING_TIMEOUT_SECONDS = envfloat("MEMORY_EMBEDDING_TIMEOUT_SECONDS", 
 MEMORY_BREAKER_FAILURES = envint("MEMORY_BREAKER_FAILURES", 3, minimum=1, maximum=1000)
 MEMORY_BREAKER_COOLDOWN_SECONDS = envfloat("MEMORY_BREAKER_COOLDOWN_SECONDS", 30.0, minimum=0)
 MEMORY_MODELS_DIR = Path(envstr("MEMORY_MODELS_DIR", str(DATA_DIR / "models")))
-MEMORY_SETTINGS_CACHE_SECONDS = envint("MEMORY_SETTINGS_CACHE_SECONDS", 2, minimum=0)
+# The longest a process keeps the stored settings (and the upstream providers) without reloading them; a
+# save in any process is seen by every other within about a second anyway (memory.conf.Cached's stamp).
+MEMORY_SETTINGS_CACHE_SECONDS = envint("MEMORY_SETTINGS_CACHE_SECONDS", 30, minimum=0)
 # Internal tuning (candidate counts, batch and chunk sizes, algorithm thresholds) is not configured
 # here: each value is a constant beside its reader, with the reason for it.
 
@@ -246,12 +257,19 @@ REDIS_URL = envstr("REDIS_URL", "")
 HUEY_IMMEDIATE = envbool("HUEY_IMMEDIATE", False)
 # Idle workers poll the queue with a back-off capped at max_delay (Huey's
 # default, 10 s, would let a learned fact wait that long before it is stored).
+# How long a stopping process waits, on SIGTERM, for its in-flight HTTP requests and then for the tasks its
+# consumer is running (docs/deployment.md "Shutdown"); queued tasks that have not started stay in the queue.
+OMNIROUTE_SHUTDOWN_TIMEOUT_SECONDS = envint("OMNIROUTE_SHUTDOWN_TIMEOUT_SECONDS", 30, minimum=1, maximum=3600)
 HUEY_CONSUMER = {
     "workers": 2,
     "worker_type": "thread",
     "initial_delay": 0.1,
     "backoff": 1.15,
     "max_delay": 1.0,
+    # SIGTERM (what systemd, Docker and Kubernetes send) drains a run_huey consumer: running tasks finish
+    # within the timeout, the rest stay queued. Huey's default would interrupt them on SIGTERM.
+    "graceful_signal": "TERM",
+    "shutdown_timeout": OMNIROUTE_SHUTDOWN_TIMEOUT_SECONDS,
 }
 # A Redis that accepts connections but never answers must not hold a request: every queue call gives up
 # after this long (above the consumer's 1 s blocking read), and the hand-off after commit logs it.

@@ -99,3 +99,40 @@ def _per_test_process_state():
     yield
     flush_accesses()
     reset_kernel_checks()
+
+
+def on_postgres() -> bool:
+    """Whether the suite runs on PostgreSQL (``DATABASE_URL`` set; docs/deployment.md)."""
+    from django.conf import settings
+
+    return settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+
+
+def pytest_collection_modifyitems(config, items):
+    """``@pytest.mark.sqlite_only(reason)``: a test of SQLite's own machinery (FTS5 shadow tables,
+    vec0, WAL, the busy timeout, the sqlite3 module) is skipped on PostgreSQL, with its reason."""
+    if not on_postgres():
+        return
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        if marker is not None:
+            reason = marker.args[0] if marker.args else marker.kwargs.get("reason", "SQLite internals")
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {reason}"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _postgres_test_database_released(request):
+    """On PostgreSQL, the connections of the suite's other threads (served apps, background writers)
+    are ended before the test database is dropped: PostgreSQL refuses to drop a database in use."""
+    if not on_postgres():
+        yield
+        return
+    request.getfixturevalue("django_db_setup")
+    yield
+    from django.db import connection
+
+    with request.getfixturevalue("django_db_blocker").unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )

@@ -34,18 +34,29 @@ def hash_embed(text: str, dim: int = 8) -> np.ndarray:
 
 
 def fts_rowids() -> set[int]:
+    """The memories the keyword index holds (FTS5's rowids; PostgreSQL's ``memory_fts.seq``)."""
     from django.db import connection
 
+    column = "seq" if connection.vendor == "postgresql" else "rowid"
     with connection.cursor() as cursor:
-        cursor.execute("SELECT rowid FROM memory_fts")
+        cursor.execute(f"SELECT {column} FROM memory_fts")
         return {row[0] for row in cursor.fetchall()}
 
 
 def fts_match(query: str) -> set[int]:
+    """The memories the keyword index matches for ``query``: an FTS5 MATCH expression, on PostgreSQL
+    a word or quoted phrase (its words all present)."""
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT rowid FROM memory_fts WHERE memory_fts MATCH %s", [query])
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT seq FROM memory_fts WHERE document @@ (SELECT string_agg(quote_literal(lexeme), ' & ')"
+                "::tsquery FROM unnest(memory_fts_words(%s)))",
+                [query.strip('"')],
+            )
+        else:
+            cursor.execute("SELECT rowid FROM memory_fts WHERE memory_fts MATCH %s", [query])
         return {row[0] for row in cursor.fetchall()}
 
 
@@ -59,3 +70,14 @@ def unbound_token(scope: str) -> str:
         name=f"legacy-{scope}", scope=scope, prefix=secret[:10], token_hash=hash_secret(secret)
     )
     return secret
+
+
+def database_store(**kwargs):
+    """The vector store inside the database the suite runs on: sqlite-vec, or PostgreSQL's column
+    (memory/vectorstores/pg_column.py), with the same constructor arguments."""
+    from django.db import connection
+
+    from memory.vectorstores.pg_column import PgColumnStore
+    from memory.vectorstores.sqlite_vec import SqliteVecStore
+
+    return PgColumnStore(**kwargs) if connection.vendor == "postgresql" else SqliteVecStore(**kwargs)

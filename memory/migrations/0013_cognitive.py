@@ -9,6 +9,46 @@ import django.db.models.deletion
 import django.utils.timezone
 from django.db import migrations, models
 
+from memory.migrations_ops import OnlyOn, VendorSQL
+
+
+def _fields() -> list[migrations.AddField]:
+    """The five fields (a new list each time: the state and each engine's operations)."""
+    return [
+        migrations.AddField(
+            model_name="memory",
+            name="category",
+            field=models.CharField(blank=True, default="", max_length=32),
+        ),
+        migrations.AddField(
+            model_name="memory",
+            name="entities",
+            field=models.JSONField(blank=True, default=list),
+        ),
+        migrations.AddField(
+            model_name="memory",
+            name="superseded_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                db_constraint=False,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="superseded",
+                to="memory.memory",
+            ),
+        ),
+        migrations.AddField(
+            model_name="memory",
+            name="valid_from",
+            field=models.DateTimeField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name="memory",
+            name="valid_to",
+            field=models.DateTimeField(blank=True, null=True),
+        ),
+    ]
+
 
 class Migration(migrations.Migration):
     dependencies = [
@@ -20,70 +60,41 @@ class Migration(migrations.Migration):
         # for a column with a default, and a rebuild drops the FTS5 triggers of migrations 0002/0005.
         # ``superseded_by_id`` has no REFERENCES clause so that the reverse can DROP it (SQLite refuses
         # to drop a column in a foreign key); SET_NULL is Django's on delete, as for every FK here.
+        # PostgreSQL has no table rebuild to avoid: Django's own AddField there.
         migrations.SeparateDatabaseAndState(
-            state_operations=[
-                migrations.AddField(
-                    model_name="memory",
-                    name="category",
-                    field=models.CharField(blank=True, default="", max_length=32),
-                ),
-                migrations.AddField(
-                    model_name="memory",
-                    name="entities",
-                    field=models.JSONField(blank=True, default=list),
-                ),
-                migrations.AddField(
-                    model_name="memory",
-                    name="superseded_by",
-                    field=models.ForeignKey(
-                        blank=True,
-                        null=True,
-                        db_constraint=False,
-                        on_delete=django.db.models.deletion.SET_NULL,
-                        related_name="superseded",
-                        to="memory.memory",
-                    ),
-                ),
-                migrations.AddField(
-                    model_name="memory",
-                    name="valid_from",
-                    field=models.DateTimeField(blank=True, null=True),
-                ),
-                migrations.AddField(
-                    model_name="memory",
-                    name="valid_to",
-                    field=models.DateTimeField(blank=True, null=True),
-                ),
-            ],
+            state_operations=_fields(),
             database_operations=[
-                migrations.RunSQL(sql, reverse_sql=reverse)
-                for sql, reverse in (
-                    (
-                        "ALTER TABLE memories ADD COLUMN category varchar(32) NOT NULL DEFAULT ''",
-                        "ALTER TABLE memories DROP COLUMN category",
-                    ),
-                    (
-                        "ALTER TABLE memories ADD COLUMN entities text NOT NULL DEFAULT '[]' "
-                        "CHECK (JSON_VALID(entities) OR entities IS NULL)",
-                        "ALTER TABLE memories DROP COLUMN entities",
-                    ),
-                    (
-                        "ALTER TABLE memories ADD COLUMN valid_from datetime NULL",
-                        "ALTER TABLE memories DROP COLUMN valid_from",
-                    ),
-                    (
-                        "ALTER TABLE memories ADD COLUMN valid_to datetime NULL",
-                        "ALTER TABLE memories DROP COLUMN valid_to",
-                    ),
-                    (
-                        "ALTER TABLE memories ADD COLUMN superseded_by_id bigint NULL",
-                        "ALTER TABLE memories DROP COLUMN superseded_by_id",
-                    ),
-                    (
-                        "CREATE INDEX memories_superseded_by_id ON memories (superseded_by_id)",
-                        "DROP INDEX memories_superseded_by_id",
-                    ),
-                )
+                *(
+                    OnlyOn("sqlite", migrations.RunSQL(sql, reverse_sql=reverse))
+                    for sql, reverse in (
+                        (
+                            "ALTER TABLE memories ADD COLUMN category varchar(32) NOT NULL DEFAULT ''",
+                            "ALTER TABLE memories DROP COLUMN category",
+                        ),
+                        (
+                            "ALTER TABLE memories ADD COLUMN entities text NOT NULL DEFAULT '[]' "
+                            "CHECK (JSON_VALID(entities) OR entities IS NULL)",
+                            "ALTER TABLE memories DROP COLUMN entities",
+                        ),
+                        (
+                            "ALTER TABLE memories ADD COLUMN valid_from datetime NULL",
+                            "ALTER TABLE memories DROP COLUMN valid_from",
+                        ),
+                        (
+                            "ALTER TABLE memories ADD COLUMN valid_to datetime NULL",
+                            "ALTER TABLE memories DROP COLUMN valid_to",
+                        ),
+                        (
+                            "ALTER TABLE memories ADD COLUMN superseded_by_id bigint NULL",
+                            "ALTER TABLE memories DROP COLUMN superseded_by_id",
+                        ),
+                        (
+                            "CREATE INDEX memories_superseded_by_id ON memories (superseded_by_id)",
+                            "DROP INDEX memories_superseded_by_id",
+                        ),
+                    )
+                ),
+                *(OnlyOn("postgresql", operation) for operation in _fields()),
             ],
         ),
         migrations.AlterField(
@@ -200,11 +211,28 @@ class Migration(migrations.Migration):
                 "indexes": [models.Index(fields=["owner", "slot"], name="memory_slot_owner_slot")],
             },
         ),
-        migrations.RunSQL(
-            "CREATE TRIGGER memories_cognitive_ad AFTER DELETE ON memories BEGIN "
-            "DELETE FROM memory_slots WHERE memory_id = old.seq; "
-            "DELETE FROM memory_contradictions WHERE old_id = old.seq OR new_id = old.seq; "
-            "END",
-            reverse_sql="DROP TRIGGER IF EXISTS memories_cognitive_ad",
+        VendorSQL(
+            sqlite=(
+                "CREATE TRIGGER memories_cognitive_ad AFTER DELETE ON memories BEGIN "
+                "DELETE FROM memory_slots WHERE memory_id = old.seq; "
+                "DELETE FROM memory_contradictions WHERE old_id = old.seq OR new_id = old.seq; "
+                "END",
+                "DROP TRIGGER IF EXISTS memories_cognitive_ad",
+            ),
+            # The foreign keys are deferred (Django's), so the rows may go after the memory, by statement.
+            postgresql=(
+                [
+                    "CREATE FUNCTION memories_cognitive_ad() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                    "DELETE FROM memory_slots WHERE memory_id IN (SELECT seq FROM gone); "
+                    "DELETE FROM memory_contradictions WHERE old_id IN (SELECT seq FROM gone) "
+                    "OR new_id IN (SELECT seq FROM gone); RETURN NULL; END $$",
+                    "CREATE TRIGGER memories_cognitive_ad AFTER DELETE ON memories REFERENCING OLD TABLE "
+                    "AS gone FOR EACH STATEMENT EXECUTE FUNCTION memories_cognitive_ad()",
+                ],
+                [
+                    "DROP TRIGGER IF EXISTS memories_cognitive_ad ON memories",
+                    "DROP FUNCTION IF EXISTS memories_cognitive_ad()",
+                ],
+            ),
         ),
     ]

@@ -49,7 +49,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 
-from memory import crypto
+from memory import crypto, dialect
 from memory.backends.base import MemoryBackend
 from memory.backends.encrypted import (
     SEALED,
@@ -470,7 +470,22 @@ def scrub_database() -> None:
     """Leave no clear text of rewritten rows in the database file: merge the FTS5 index (its old
     segments keep deleted terms until merged), vacuum (freed pages keep their bytes) and truncate the
     write-ahead log (its frames hold old pages)."""
+    if dialect.is_postgres():
+        _scrub_postgres()
+        return
     with connection.cursor() as cursor:
         cursor.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
         cursor.execute("VACUUM")
         cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _scrub_postgres() -> None:
+    """PostgreSQL keeps old row versions until a vacuum frees them: vacuum the tables that held the
+    clear text (outside a transaction, as VACUUM must run). The WAL segments and the freed space
+    inside pages are PostgreSQL's to recycle; docs/deployment.md says what that leaves."""
+    if connection.in_atomic_block:
+        logger.warning("scrub_database inside a transaction: VACUUM skipped (run it after commit)")
+        return
+    with connection.cursor() as cursor:
+        for table in ("memories", "memory_fts", "memory_slots", "memory_contradictions"):
+            cursor.execute(f"VACUUM {table}")

@@ -25,6 +25,7 @@ from django.conf import settings as django_settings
 from django.utils import timezone
 
 from memory.conf import get_memory_settings
+from memory.dialect import error_message
 from memory.models import HEALTH_PROBE_ID, ApiKey, Memory, MemoryType, hash_secret
 from memory.retrieval.fts import fts_search
 from memory.services.indexing import index_memories, vector_context
@@ -173,5 +174,5 @@ def _run_stage(stage: Callable[[], None]) -> dict:
         return {"ok": True, "skipped": True, "reason": str(skip), "latencyMs": _ms(started)}
     except Exception as exc:
         logger.info("health stage %s failed: %r", stage.__name__, exc)
-        return {"ok": False, "latencyMs": _ms(started), "error": str(exc) or type(exc).__name__}
+        return {"ok": False, "latencyMs": _ms(started), "error": error_message(exc) or type(exc).__name__}
     return {"ok": True, "latencyMs": _ms(started)}

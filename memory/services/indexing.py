@@ -34,6 +34,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.models import Q
 
+from memory import dialect
 from memory.conf import MemorySettings, get_memory_settings
 from memory.crypto import SEALED_METADATA_FIELD
 from memory.embeddings.base import EmbeddingError, EmbeddingSource
@@ -268,10 +269,11 @@ def delete_orphan_vectors(store: VectorStore | None) -> int:
     if store is None or not store.in_database:
         return 0
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_vec'")
-        if cursor.fetchone() is None:
+        if not dialect.table_exists(cursor, "memory_vec"):
             return 0
-        cursor.execute("SELECT rowid FROM memory_vec_rowids WHERE rowid NOT IN (SELECT seq FROM memories)")
+        cursor.execute(
+            f"SELECT rowid FROM {dialect.vector_rowids()} WHERE rowid NOT IN (SELECT seq FROM memories)"
+        )
         orphans = [int(row[0]) for row in cursor.fetchall()]
         for start in range(0, len(orphans), 500):
             part = orphans[start : start + 500]
@@ -320,8 +322,8 @@ def _mark_indexed(memories: Sequence[Embeddable]) -> int:
     """Clear ``needs_reindex`` of the rows whose content is still what was embedded."""
     with connection.cursor() as cursor:
         cursor.executemany(
-            "UPDATE memories SET needs_reindex = 0 WHERE seq = %s AND content = %s",
-            [(m.seq, m.content) for m in memories],
+            "UPDATE memories SET needs_reindex = %s WHERE seq = %s AND content = %s",
+            [(False, m.seq, m.content) for m in memories],
         )
         return cursor.rowcount
 
@@ -360,7 +362,7 @@ def index_inline(
     if new_rows_above is None:
         return _mark_indexed(memories)
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE memories SET needs_reindex = 0 WHERE seq > %s", [new_rows_above])
+        cursor.execute("UPDATE memories SET needs_reindex = %s WHERE seq > %s", [False, new_rows_above])
         return cursor.rowcount
 
 
@@ -408,9 +410,11 @@ def lazy_index(owner_ids: Iterable[uuid.UUID | str] | None, ctx: VectorContext, 
     # left to itself the planner prefers the owner index and visits every row
     # of the owner.
     # Sealed rows are never embedded (a blind index is no text); the write path settles them.
+    # (PostgreSQL takes the partial index by itself and has no INDEXED BY.)
+    hint = "" if dialect.is_postgres() else " INDEXED BY memory_needs_reindex"
     sql = (
-        "SELECT seq FROM memories INDEXED BY memory_needs_reindex WHERE needs_reindex "
-        f"AND json_type(metadata, '$.\"{SEALED_METADATA_FIELD}\"') IS NULL"
+        f"SELECT seq FROM memories{hint} WHERE needs_reindex "
+        f"AND {dialect.json_lacks_key('metadata', SEALED_METADATA_FIELD)}"
     )
     params: list[str | int] = []
     if owner_ids is not None:

@@ -24,8 +24,10 @@ from typing import Any
 
 from django.db import DatabaseError, connection, transaction
 
+from memory import dialect
 from memory.conf import get_memory_settings
 from memory.crypto import SEALED_METADATA_FIELD
+from memory.retrieval.fts import postgres as fts_postgres
 from memory.services import vectorsync
 from memory.services.indexing import delete_orphan_vectors, schedule_reindex, vector_context
 from memory.vectorstores import registry
@@ -72,9 +74,15 @@ class IndexReport:
         return {**asdict(self), "ok": self.ok}
 
 
-# A row sealed by the encrypted backend may lack a vector for good (its caller gave none, and its
-# blind content is never embedded): it is not a missing vector to queue again.
-NOT_SEALED = f"json_type(metadata, '$.\"{SEALED_METADATA_FIELD}\"') IS NULL"
+# What the database check says where there is none to run: PostgreSQL checks its pages itself
+# (checksums, WAL), and its index checks (amcheck) are an operator's tool, not a request's.
+NOT_CHECKED = "not checked (PostgreSQL)"
+
+
+def _not_sealed() -> str:
+    """A row sealed by the encrypted backend may lack a vector for good (its caller gave none, and
+    its blind content is never embedded): it is not a missing vector to queue again."""
+    return dialect.json_lacks_key("metadata", SEALED_METADATA_FIELD)
 
 
 def _scalar(sql: str, params: list[Any] | None = None) -> int:
@@ -84,28 +92,31 @@ def _scalar(sql: str, params: list[Any] | None = None) -> int:
 
 
 def _has_table(name: str) -> bool:
-    return bool(_scalar("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = %s", [name]))
+    return bool(_scalar(f"SELECT {dialect.table_exists_sql()}", [name]))
 
 
 def index_counts() -> dict[str, int | bool | None]:
     """The cheap part of :func:`verify`, for the engine status: memories, FTS documents, vectors
     (None without a vector table), memories waiting for one, and whether the three agree. Two
     queries at most (the engine tab keeps a query budget)."""
+    docs, _seq = dialect.fts_documents()
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT (SELECT count(*) FROM memories), "
-            f"(SELECT count(*) FROM {FTS_TABLE}_docsize), "
+            f"(SELECT count(*) FROM {docs}), "
             "(SELECT count(*) FROM memories WHERE needs_reindex), "
-            "(SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = %s)",
+            f"{dialect.table_exists_sql()}",
             [VEC_TABLE],
         )
         memories, fts, pending, has_vectors = (int(v) for v in cursor.fetchone())
-    vectors = _scalar(f"SELECT count(*) FROM {VEC_TABLE}_rowids") if has_vectors else None
+    vectors = _scalar(f"SELECT count(*) FROM {dialect.vector_rowids()}") if has_vectors else None
     agree = fts == memories and (vectors is None or vectors + pending == memories)
     return {"memories": memories, "fts": fts, "vectors": vectors, "pending": pending, "consistent": agree}
 
 
 def _database_integrity() -> str:
+    if dialect.is_postgres():
+        return NOT_CHECKED
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA integrity_check")
         lines = [str(row[0]) for row in cursor.fetchall()]
@@ -113,7 +124,10 @@ def _database_integrity() -> str:
 
 
 def _fts_integrity() -> str:
-    """FTS5's own check, with rank 1: the index must also match the rows of ``memories``."""
+    """FTS5's own check, with rank 1: the index must also match the rows of ``memories`` (on
+    PostgreSQL, every document compared with its row's)."""
+    if dialect.is_postgres():
+        return fts_postgres.integrity()
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)")
@@ -140,17 +154,17 @@ def verify() -> IndexReport:
     FTS5's integrity checks (read only)."""
     memories = _scalar("SELECT count(*) FROM memories")
     pending = _scalar("SELECT count(*) FROM memories WHERE needs_reindex")
-    docs = f"{FTS_TABLE}_docsize"
+    docs, doc_seq = dialect.fts_documents()
     fts_documents = _scalar(f"SELECT count(*) FROM {docs}")
-    fts_missing = _scalar(f"SELECT count(*) FROM memories WHERE seq NOT IN (SELECT id FROM {docs})")
-    fts_orphans = _scalar(f"SELECT count(*) FROM {docs} WHERE id NOT IN (SELECT seq FROM memories)")
+    fts_missing = _scalar(f"SELECT count(*) FROM memories WHERE seq NOT IN (SELECT {doc_seq} FROM {docs})")
+    fts_orphans = _scalar(f"SELECT count(*) FROM {docs} WHERE {doc_seq} NOT IN (SELECT seq FROM memories)")
     vectors: int | None = None
     vectors_missing = vector_orphans = 0
     if _has_table(VEC_TABLE):
-        rowids = f"{VEC_TABLE}_rowids"
+        rowids = dialect.vector_rowids()
         vectors = _scalar(f"SELECT count(*) FROM {rowids}")
         vectors_missing = _scalar(
-            f"SELECT count(*) FROM memories WHERE NOT needs_reindex AND {NOT_SEALED} "
+            f"SELECT count(*) FROM memories WHERE NOT needs_reindex AND {_not_sealed()} "
             f"AND seq NOT IN (SELECT rowid FROM {rowids})"
         )
         vector_orphans = _scalar(
@@ -175,7 +189,7 @@ def verify() -> IndexReport:
 
 def _problems(report: IndexReport) -> list[str]:
     problems = []
-    if report.database_integrity != "ok":
+    if report.database_integrity not in ("ok", NOT_CHECKED):
         problems.append(f"PRAGMA integrity_check: {report.database_integrity}")
     if report.fts_missing:
         problems.append(f"{report.fts_missing} memories have no FTS document")
@@ -211,7 +225,9 @@ class Repairs:
 def repair(report: IndexReport) -> Repairs:
     """Fix what ``report`` found (see the module docstring); each step is its own transaction."""
     done = Repairs()
-    if report.fts_missing:
+    if report.fts_missing and dialect.is_postgres():
+        done.fts_indexed = fts_postgres.index_missing()
+    elif report.fts_missing:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
                 f"INSERT INTO {FTS_TABLE}(rowid, content, key, context, owner_id) "
@@ -222,16 +238,20 @@ def repair(report: IndexReport) -> Repairs:
     # Documents of gone rows cannot be deleted one by one (an external-content index needs the old
     # text), and an index that still fails FTS5's check holds stale text: rebuild it from the rows.
     if report.fts_orphans or (report.fts_integrity != "ok" and _fts_integrity() != "ok"):
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
+        if dialect.is_postgres():
+            fts_postgres.rebuild()
+        else:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
         done.fts_rebuilt = True
     if report.vector_orphans:
         done.vector_orphans_removed = delete_orphan_vectors(vector_context().write_store)
     if report.vectors_missing:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(
-                f"UPDATE memories SET needs_reindex = 1 WHERE NOT needs_reindex AND {NOT_SEALED} "
-                f"AND seq NOT IN (SELECT rowid FROM {VEC_TABLE}_rowids)"
+                f"UPDATE memories SET needs_reindex = %s WHERE NOT needs_reindex AND {_not_sealed()} "
+                f"AND seq NOT IN (SELECT rowid FROM {dialect.vector_rowids()})",
+                [True],
             )
             done.vectors_requeued = cursor.rowcount
     if any(m.error is None and m.points != m.expected for m in report.mirrors):

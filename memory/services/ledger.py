@@ -38,6 +38,7 @@ from django.db.models.expressions import RawSQL
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from memory import dialect
 from memory.backends.base import BackendUnavailable
 from memory.backends.selection import manager_for
 from memory.exceptions import NotFound, ValidationFailed
@@ -71,10 +72,6 @@ logger = logging.getLogger("memory.ledger")
 REQUEST_ID_MAX = 64  # InjectionEntry.request_id
 # The entries of a list are checked for deleted memories in chunks (SQLite's bound-parameter limit).
 _ID_CHUNK = 500
-_MEMORY_ID_SQL = (
-    "EXISTS (SELECT 1 FROM json_each(memory_injections.memories) AS m "
-    "WHERE json_extract(m.value, '$.id') = %s)"
-)
 
 
 def ledger_enabled() -> bool:
@@ -384,7 +381,13 @@ def ledger_query(
             wanted = str(uuid.UUID(str(memory_id)))
         except ValueError:
             raise ValidationFailed("memoryId must be a UUID", field="memoryId") from None
-        entries = entries.filter(RawSQL(_MEMORY_ID_SQL, [wanted], output_field=BooleanField()))
+        entries = entries.filter(
+            RawSQL(
+                dialect.json_array_has("memory_injections.memories", "id"),
+                [wanted],
+                output_field=BooleanField(),
+            )
+        )
     entries = entries.order_by("-at", "-id")
     page = list(entries[offset : offset + limit])
     return LedgerPage(

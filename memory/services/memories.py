@@ -24,6 +24,7 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models import Field
 from django.utils import timezone
 
+from memory.dialect import is_postgres
 from memory.exceptions import Conflict
 from memory.models import ApiKey, AuditAction, Memory
 from memory.services import audit, cognitive, vectorsync
@@ -409,6 +410,11 @@ def fts_deferred() -> Iterator[tuple[CursorWrapper, int]]:
     if not connection.in_atomic_block:
         raise RuntimeError("fts_deferred() needs a transaction")
     with connection.cursor() as cursor:
+        if is_postgres():
+            # PostgreSQL has no database-wide write lock: this one (reads go on) makes the rows above
+            # the floor this block's, in insert order, until commit. Its index trigger works by
+            # statement already, so there is no gate to close.
+            cursor.execute("LOCK TABLE memories IN EXCLUSIVE MODE")
         cursor.execute("SELECT coalesce(max(seq), 0) FROM memories")
         floor = cursor.fetchone()[0]
         # Our SQLite backend (omniroute.db) has the gate; another database indexes by trigger.

@@ -20,16 +20,21 @@ from collections.abc import Sequence
 from django.db import connection
 from django.db.backends.utils import CursorWrapper
 
-# ``rows`` is an SQL condition on ``m``, the memories being linked.
-LINK_SQL = (
-    "UPDATE memories AS m SET context = p.content, context_seq = p.seq FROM memories AS p "
-    "WHERE ({rows}) "
-    "AND m.content GLOB '([0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]) ?*: *' "
-    "AND p.seq = (SELECT max(q.seq) FROM memories AS q WHERE q.owner_id = m.owner_id AND q.seq < m.seq) "
-    "AND p.session_id = m.session_id "
-    "AND substr(p.content, 1, 13) = substr(m.content, 1, 13) "
-    "AND p.content GLOB '([0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]) ?*: *'"
-)
+from memory.dialect import turn_pattern
+
+
+def link_sql(rows: str) -> str:
+    """The UPDATE that links the memories matching ``rows`` (an SQL condition on ``m``, the memories
+    being linked) to their previous turns. The turn pattern is each engine's (``memory.dialect``)."""
+    return (
+        "UPDATE memories AS m SET context = p.content, context_seq = p.seq FROM memories AS p "
+        f"WHERE ({rows}) "
+        f"AND {turn_pattern('m.content')} "
+        "AND p.seq = (SELECT max(q.seq) FROM memories AS q WHERE q.owner_id = m.owner_id AND q.seq < m.seq) "
+        "AND p.session_id = m.session_id "
+        "AND substr(p.content, 1, 13) = substr(m.content, 1, 13) "
+        f"AND {turn_pattern('p.content')}"
+    )
 
 
 def link_turns(seqs: Sequence[int]) -> int:
@@ -38,11 +43,11 @@ def link_turns(seqs: Sequence[int]) -> int:
         return 0
     marks = ", ".join(["%s"] * len(seqs))
     with connection.cursor() as cursor:
-        cursor.execute(LINK_SQL.format(rows=f"m.seq IN ({marks})"), list(seqs))
+        cursor.execute(link_sql(f"m.seq IN ({marks})"), list(seqs))
         return cursor.rowcount
 
 
 def link_turns_above(cursor: CursorWrapper, floor: int) -> int:
     """Link every memory above ``floor`` (a bulk insert's rows), on ``cursor``."""
-    cursor.execute(LINK_SQL.format(rows="m.seq > %s"), [floor])
+    cursor.execute(link_sql("m.seq > %s"), [floor])
     return cursor.rowcount

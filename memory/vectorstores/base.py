@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -76,6 +77,13 @@ class VectorStore:
     def signature(self) -> str | None:
         """The embedding signature the stored vectors were made with (None = empty store)."""
         raise NotImplementedError
+
+    def owner_vectors(self, owner_id: uuid.UUID | str) -> tuple[np.ndarray, np.ndarray] | None:
+        """Every stored vector of one owner's memories, as ``(seqs, matrix)``: int64 ids and float32
+        rows in the same order, whatever the rows' visibility (callers filter by ``seq``). Reads
+        only; nothing is embedded. None: this store cannot list an owner's vectors (the default; a
+        mirror, which the database store's copy makes unnecessary)."""
+        return None
 
     def full_signature(self, signature: str) -> str:
         """``signature`` as this store records it (a quantised store may add a suffix)."""

@@ -205,8 +205,10 @@ class MatrixCache:
         if budget <= 0 or not state.dim:
             return None
         # Read the log horizon before the vectors: replaying entries that the
-        # load already contains is harmless, missing one would not be.
-        cursor.execute(f"SELECT coalesce(max(id), 0) FROM {LOG}")
+        # load already contains is harmless, missing one would not be. The owner's own horizon: on
+        # PostgreSQL another owner's later id may commit before this owner's earlier one (one owner's
+        # ids commit in order, migration 0016).
+        cursor.execute(f"SELECT coalesce(max(id), 0) FROM {LOG} WHERE owner_id = %s", [owner])
         horizon = int(cursor.fetchone()[0])
         cursor.execute(f"SELECT rowid, embedding FROM {TABLE} WHERE owner_id = %s", [owner])
         rows = cursor.fetchall()

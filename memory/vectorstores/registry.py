@@ -1,8 +1,8 @@
 """Which vector stores are live for the current settings (resolved lazily, no import-time I/O).
 
 The one place that names the implementations: ``active_store`` is where searches go first,
-``database_choice`` the store inside the SQLite database (written in the write transaction), and
-``mirror_stores`` the stores that writes are copied to after commit (``memory.services.vectorsync``).
+``database_choice`` the store inside the database (sqlite-vec, or PostgreSQL's vector column; written
+in the write transaction), and ``mirror_stores`` the stores that writes are copied to after commit (``memory.services.vectorsync``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from memory.conf import MemorySettings
+from memory.dialect import is_postgres
 from memory.qdrant_conf import get_qdrant_settings
 from memory.vectorstores.base import VectorStore
+from memory.vectorstores.pg_column import PgColumnStore
 from memory.vectorstores.sqlite_vec import SqliteVecStore
 from omniroute.db.base import EXTENSION_STATUS
 
@@ -22,7 +24,7 @@ from omniroute.db.base import EXTENSION_STATUS
 @dataclass(frozen=True)
 class StoreChoice:
     store: VectorStore | None
-    name: str  # "sqlite-vec" | "qdrant" | "none"
+    name: str  # "sqlite-vec" | "pg-column" | "qdrant" | "none"
     reason: str
     # The store that was selected but is not usable now, and why (the fallback's own reason aside).
     passed_over: str | None = None
@@ -43,30 +45,38 @@ def sqlite_vec_choice() -> StoreChoice:
     return StoreChoice(SqliteVecStore(), "sqlite-vec", "sqlite-vec active")
 
 
+def pg_column_choice() -> StoreChoice:
+    """PostgreSQL's store: always there (a plain column, migration 0016), unless vectors are off."""
+    if django_settings.VECTOR_STORE_DISABLE_VEC:
+        return StoreChoice(None, "none", "database vectors disabled (VECTOR_STORE_DISABLE_VEC)")
+    return StoreChoice(PgColumnStore(), PgColumnStore.name, "PostgreSQL vector column active")
+
+
 def database_choice() -> StoreChoice:
-    """The store that lives in the SQLite database, when it can be used (sqlite-vec loaded)."""
-    return sqlite_vec_choice()
+    """The store that lives in the database: on PostgreSQL its vector column, on SQLite sqlite-vec
+    when it can be used (loaded)."""
+    return pg_column_choice() if is_postgres() else sqlite_vec_choice()
 
 
 def active_store(settings: MemorySettings) -> StoreChoice:
-    """Qdrant when selected and enabled, else sqlite-vec when loaded, else none."""
+    """Qdrant when selected and enabled, else the database's store (sqlite-vec when loaded), else none."""
     if settings.vectorStore == "qdrant":
         try:
             # cycle: memory.vectorstores.qdrant imports this module (StoreChoice)
             from memory.vectorstores.qdrant import qdrant_choice
         except ImportError:
-            fallback = sqlite_vec_choice()
+            fallback = database_choice()
             return StoreChoice(
                 fallback.store, fallback.name, "qdrant selected but not available; " + fallback.reason
             )
         choice = qdrant_choice()
         if choice.store is not None:
             return choice
-        fallback = sqlite_vec_choice()
+        fallback = database_choice()
         return StoreChoice(
             fallback.store, fallback.name, f"{choice.reason}; {fallback.reason}", passed_over=choice.reason
         )
-    return sqlite_vec_choice()
+    return database_choice()
 
 
 def mirror_stores(*, paused_too: bool = False) -> list[VectorStore]:

@@ -21,6 +21,7 @@ remains the path for owners too large for the cache budget (``MEMORY_VEC_CACHE_M
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
@@ -30,6 +31,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
+from memory import dialect
 from memory.models import ApiKey, Memory, VectorMeta
 from memory.vectorstores.base import VectorHit, VectorItem, VectorStore
 from memory.vectorstores.owner_matrix import (
@@ -52,8 +54,8 @@ CHUNK_SIZE = 64
 
 
 def table_exists(cursor: CursorWrapper, name: str = TABLE) -> bool:
-    cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [name])
-    return cursor.fetchone() is not None
+    # Through memory.dialect: the PostgreSQL store (pg_column.py) shares this module's methods.
+    return dialect.table_exists(cursor, name)
 
 
 class SqliteVecStore(VectorStore):
@@ -284,6 +286,27 @@ class SqliteVecStore(VectorStore):
         if not found:
             return []
         return best_hits(np.asarray(found, dtype=np.int64), np.stack(vectors) @ query, k)
+
+    def owner_vectors(self, owner_id: uuid.UUID | str) -> tuple[np.ndarray, np.ndarray] | None:
+        """The owner's vectors from its in-process matrix (loaded or replayed as a search would), or,
+        for an owner too large for the cache, read from the table (the PostgreSQL column store, a
+        subclass, shares it)."""
+        state = StoreState.read()
+        owner = owner_hex(owner_id)
+        with connection.cursor() as cursor:
+            if state.signature is None or not state.dim or not table_exists(cursor):
+                return np.zeros(0, dtype=np.int64), np.zeros((0, state.dim or 0), dtype=np.float32)
+            entry = MATRIX_CACHE.get(owner, state, cursor)
+            if entry is not None:
+                with entry.lock:
+                    return entry.seqs[: entry.size].copy(), entry.matrix[: entry.size].copy()
+            cursor.execute(f"SELECT rowid, embedding FROM {TABLE} WHERE owner_id = %s", [owner])
+            rows = cursor.fetchall()
+        seqs = np.asarray([int(seq) for seq, _ in rows], dtype=np.int64)
+        matrix = np.zeros((len(rows), state.dim), dtype=np.float32)
+        for i, (_, blob) in enumerate(rows):
+            matrix[i] = decode(blob, state.int8)
+        return seqs, matrix
 
     def compact_log(self) -> int:
         """Drop the change log (after a full reindex); every cache reloads once."""

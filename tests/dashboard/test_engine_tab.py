@@ -11,7 +11,7 @@ from memory.conf import get_memory_settings, update_memory_settings
 from memory.embeddings import runtime
 from memory.models import Memory
 from memory.services.indexing import reindex_all
-from tests.factories import make_memory
+from tests.factories import database_store, make_memory
 
 URL = "/dashboard/memory"
 
@@ -77,7 +77,10 @@ def test_the_status_panel_shows_a_stale_index_with_both_signatures(studio, stale
     partial = studio.hx_get(URL, {"tab": "engine"}, target="engine-status").content.decode()
     row = vector_store_row(partial)
     assert '<span class="dot dot-warn"></span>' in row
-    assert "sqlite-vec · stale index: holds static:minilm-static-256:256, should hold transformers:" in row
+    assert (
+        f"{database_store().name} · stale index: holds static:minilm-static-256:256, should hold transformers:"
+        in row
+    )
     assert "Keyword search only until the reindex rebuilds it." in row
     assert "2 memories need reindexing" in row and 'data-pending="2"' in partial
 
@@ -91,7 +94,7 @@ def test_reindex_now_without_force_rebuilds_a_stale_index(
     assert "Reindexing started (2 pending)" in html
     partial = studio.hx_get(URL, {"tab": "engine"}, target="engine-status").content.decode()
     row = vector_store_row(partial)
-    assert '<span class="dot dot-ok"></span>' in row and "sqlite-vec · 2 vectors" in row
+    assert '<span class="dot dot-ok"></span>' in row and f"{database_store().name} · 2 vectors" in row
     assert "stale" not in partial and 'data-pending="0"' in partial
 
 

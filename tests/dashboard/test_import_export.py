@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db.models import F
 
 from memory.models import Memory
 from tests.factories import make_memory
@@ -67,7 +68,7 @@ def test_import_round_trips_an_export_into_another_owner(studio, alice, bob):
     html = response.content.decode()
     assert "2 imported, 0 skipped" in html
     assert "memory-changed" in response["HX-Trigger"]
-    copied = Memory.objects.filter(owner=bob).order_by("key")
+    copied = Memory.objects.filter(owner=bob).order_by(F("key").asc(nulls_first=True))
     assert [(m.key, m.content, m.metadata) for m in copied] == [
         (None, "keyless note", {"source": "import"}),  # where it was written from (the Source column)
         ("preference:tea", "likes tea", {"category": "preference", "source": "import"}),

@@ -231,7 +231,9 @@ def test_preview_injection_says_when_recall_failed(studio, alice, facts, upstrea
         cursor.execute("DROP TABLE memory_fts")
     update_memory_settings({"enabled": True})
     html = studio.hx_post(INJECT, {"owner": str(alice.pk), "request_json": chat("editor?")}).content.decode()
-    assert "not injected" in html and "Memory was skipped (recall failed: OperationalError)" in html
+    # A missing table: SQLite's OperationalError, PostgreSQL's ProgrammingError.
+    error = "ProgrammingError" if connection.vendor == "postgresql" else "OperationalError"
+    assert "not injected" in html and f"Memory was skipped (recall failed: {error})" in html
     assert "Memory context" not in html
 
 

@@ -21,7 +21,7 @@ from memory.retrieval.chat import retrieve_for_chat
 from memory.services.indexing import index_by_seqs
 from memory.vectorstores import qdrant
 from memory.vectorstores.qdrant.client import connection_for
-from tests.factories import make_memory
+from tests.factories import database_store, make_memory
 from tests.hardening.test_faults_remote import SECRET_BODY, FaultServer
 
 pytestmark = pytest.mark.django_db
@@ -86,9 +86,9 @@ def test_a_hung_qdrant_is_left_out_after_two_timeouts_and_every_chat_says_why(in
     assert len(slow) == 2 and all(s < 1.8 for s in slow)  # one probe timeout each, then the circuit opens
     for _, resolution, found in chats:
         assert found == ["kiwi smoothie recipe with mint"]
-        assert resolution["vectorStore"] == "sqlite-vec" and resolution["strategyUsed"] == "hybrid"
+        assert resolution["vectorStore"] == database_store().name and resolution["strategyUsed"] == "hybrid"
         assert "qdrant" in resolution["fallbackReason"]
-        assert resolution["fallbackReason"].endswith("— searching sqlite-vec")
+        assert resolution["fallbackReason"].endswith(f"— searching {database_store().name}")
     assert "timed out after 1 s" in chats[0][1]["fallbackReason"]
     assert "circuit open after 2 failures in a row" in chats[-1][1]["fallbackReason"]
     assert len(qdrant_server.requests) == 2
@@ -103,7 +103,8 @@ def test_a_qdrant_whose_searches_hang_stops_costing_chats_their_timeout(indexed,
     first, resolution, found = timed_chat(alice)
     assert 0.9 <= first < 1.8 and found == ["kiwi smoothie recipe with mint"]
     assert (
-        "qdrant search failed" in resolution["fallbackReason"] and resolution["vectorStore"] == "sqlite-vec"
+        "qdrant search failed" in resolution["fallbackReason"]
+        and resolution["vectorStore"] == database_store().name
     )
     second, _, _ = timed_chat(alice)
     assert second >= 0.9
@@ -126,14 +127,14 @@ def test_engine_status_shows_qdrants_open_circuit_and_the_store_in_use(
     started = time.perf_counter()
     status = read_api.get("/api/memory/engine-status").json()
     assert time.perf_counter() - started < 0.5
-    assert status["qdrant"]["healthy"] is False and status["qdrant"]["fallback"] == "sqlite-vec"
+    assert status["qdrant"]["healthy"] is False and status["qdrant"]["fallback"] == database_store().name
     assert status["qdrant"]["circuit"]["state"] == "open" and status["qdrant"]["circuit"]["failures"] == 2
-    assert status["vectorStore"]["backend"] == "sqlite-vec"
+    assert status["vectorStore"]["backend"] == database_store().name
 
     page = admin_client.get(
         "/dashboard/memory", {"tab": "engine"}, headers={"HX-Request": "true", "HX-Target": "engine-status"}
     ).content.decode()
-    assert "Circuit open: timed out after 1 s" in page and "Searches use sqlite-vec" in page
+    assert "Circuit open: timed out after 1 s" in page and f"Searches use {database_store().name}" in page
 
 
 def test_the_probe_brings_qdrant_back_without_a_chat_waiting(indexed, qdrant_server, alice, settings):

@@ -20,7 +20,7 @@ from memory.conf import update_memory_settings
 from memory.embeddings import runtime
 from memory.embeddings.remote import RemoteSource
 from memory.retrieval.chat import retrieve_for_chat
-from tests.factories import hash_embed, make_memory
+from tests.factories import database_store, hash_embed, make_memory
 
 pytestmark = pytest.mark.django_db
 
@@ -259,7 +259,7 @@ def test_the_probe_closes_the_circuit_once_the_endpoint_answers_again(remote, al
     assert ("POST", "/v1/embeddings") in remote.requests
 
     _, resolution, found = timed_chat(alice)
-    assert resolution["strategyUsed"] == "hybrid" and resolution["vectorStore"] == "sqlite-vec"
+    assert resolution["strategyUsed"] == "hybrid" and resolution["vectorStore"] == database_store().name
     assert found == ["kiwi smoothie recipe"]
     embedding = read_api.get("/api/memory/engine-status").json()["embedding"]
     assert embedding["circuit"]["state"] == "closed" and embedding["fallback"] is None

@@ -14,11 +14,12 @@ from huey.contrib.djhuey import HUEY
 from memory.conf import update_memory_settings
 from memory.models import Memory
 from memory.services.indexing import Pending, index_memories, reindex_all, vector_context
-from memory.services.integrity import index_counts, repair, verify
+from memory.services.integrity import NOT_CHECKED, index_counts, repair, verify
 from memory.services.memories import MemoryInput, memory_create, memory_delete
 from memory.status import engine_status
 from memory.tasks.indexing import forget_resume
 from memory.vectorstores.base import VectorItem
+from tests.factories import database_store, fts_match
 
 
 @pytest.fixture
@@ -31,9 +32,7 @@ def static(transactional_db):
 
 
 def _vector_seqs() -> set[int]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT rowid FROM memory_vec_rowids")
-        return {row[0] for row in cursor.fetchall()}
+    return database_store().seqs()
 
 
 def _create(alice, n: int) -> list[Memory]:
@@ -89,7 +88,9 @@ def test_verify_indexes_reports_agreement_on_a_healthy_store(static, alice):
     report = verify()
     assert report.ok, report.problems
     assert (report.memories, report.fts_documents, report.vectors) == (5, 5, 5)
-    assert report.database_integrity == "ok" and report.fts_integrity == "ok"
+    # PostgreSQL has no PRAGMA integrity_check (docs/deployment.md "PostgreSQL").
+    assert report.database_integrity == ("ok" if connection.vendor == "sqlite" else NOT_CHECKED)
+    assert report.fts_integrity == "ok"
     call_command("verify_indexes")  # exits 0
 
 
@@ -99,11 +100,14 @@ def test_verify_indexes_finds_and_fixes_every_kind_of_disagreement(static, alice
     unindexed, unvectored = memories[0], memories[1]
     with connection.cursor() as cursor:
         # An FTS document lost, a vector lost (its memory still marked indexed).
-        cursor.execute(
-            "INSERT INTO memory_fts(memory_fts, rowid, content, key, context, owner_id) "
-            "SELECT 'delete', seq, content, key, context, owner_id FROM memories WHERE seq = %s",
-            [unindexed.seq],
-        )
+        if connection.vendor == "postgresql":
+            cursor.execute("DELETE FROM memory_fts WHERE seq = %s", [unindexed.seq])
+        else:
+            cursor.execute(
+                "INSERT INTO memory_fts(memory_fts, rowid, content, key, context, owner_id) "
+                "SELECT 'delete', seq, content, key, context, owner_id FROM memories WHERE seq = %s",
+                [unindexed.seq],
+            )
     static.write_store.delete([unvectored.seq])
     report = verify()
     assert (report.fts_missing, report.vector_orphans, report.vectors_missing) == (1, 1, 1)
@@ -120,19 +124,23 @@ def test_verify_indexes_finds_and_fixes_every_kind_of_disagreement(static, alice
     assert out["repairs"]["vectors_requeued"] == 1
     assert out["after"]["ok"], out["after"]["problems"]
     assert orphan not in _vector_seqs() and unvectored.seq in _vector_seqs()
-    hits = Memory.objects.extra(
-        where=["seq IN (SELECT rowid FROM memory_fts WHERE memory_fts MATCH 'topic')"]
-    )
-    assert unindexed.seq in set(hits.values_list("seq", flat=True))
+    assert unindexed.seq in fts_match("topic")
 
 
 def test_an_fts_document_of_no_memory_rebuilds_the_index(static, alice):
     _create(alice, 3)
     with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO memory_fts(rowid, content, key, context, owner_id) VALUES (999999, 'ghost', '', '', %s)",
-            [alice.pk.hex],
-        )
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "INSERT INTO memory_fts (seq, owner_id, document, length) "
+                "VALUES (999999, %s, memory_fts_words('ghost'), 1)",
+                [alice.pk],
+            )
+        else:
+            cursor.execute(
+                "INSERT INTO memory_fts(rowid, content, key, context, owner_id) VALUES (999999, 'ghost', '', '', %s)",
+                [alice.pk.hex],
+            )
     report = verify()
     assert report.fts_orphans == 1 and not report.ok
     done = repair(report)

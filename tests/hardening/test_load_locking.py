@@ -32,6 +32,10 @@ from tests.dashboard.conftest import StudioClient
 # The MCP fixture: omniroute.asgi in uvicorn with its lifespan.
 from tests.lifecycle.test_mcp import mcp_url, token  # noqa: F401
 
+pytestmark = pytest.mark.sqlite_only(
+    "SQLite's one write lock (tests/postgres/test_vector_log.py: PostgreSQL's lock)"
+)
+
 
 @contextmanager
 def write_lock_held_elsewhere() -> Iterator[None]:

@@ -106,6 +106,9 @@ def owner(db) -> ApiKey:
     return ApiKey.issue(name="fts-properties")[0]
 
 
+@pytest.mark.sqlite_only(
+    "FTS5's query syntax (tests/postgres/test_keyword_parity.py: any question on either engine)"
+)
 @CI
 @given(text=st.one_of(ANY_TEXT.filter(lambda t: "\x00" not in t), CUED_TEXT), split=st.integers(0, MAX_TERMS))
 def test_any_question_gives_a_match_expression_fts5_accepts(owner, text, split):
@@ -126,6 +129,7 @@ def test_any_question_gives_a_match_expression_fts5_accepts(owner, text, split):
             assert cursor.fetchone()[0] == 0
 
 
+@pytest.mark.sqlite_only("FTS5's phrase quoting")
 @CI
 @given(st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=60))
 def test_a_quoted_term_is_always_one_fts5_phrase(db, term):

@@ -48,6 +48,7 @@ def _raw_database_bytes() -> bytes:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.sqlite_only("the SQLite database file in the data directory: its bytes and mode")
 def test_the_raw_database_holds_no_provider_key_nor_secret_setting():
     provider = UpstreamProvider.objects.create(
         name="openai", base_url="https://api.openai.test/v1", api_key=PROVIDER_KEY
@@ -249,6 +250,7 @@ def install(tmp_path_factory) -> Path:
     return data_dir
 
 
+@pytest.mark.sqlite_only("the SQLite database file in the data directory: its bytes and mode")
 def test_a_fresh_install_is_private_to_its_user(install):
     report = json.loads(
         _manage(install, "shell", "--no-imports", "-c", _MODES_WHILE_OPEN).stdout.splitlines()[-1]
@@ -268,6 +270,7 @@ def test_a_fresh_install_is_private_to_its_user(install):
     assert {name: mode for name, mode in modes.items() if mode not in (0o600, 0o700)} == {}
 
 
+@pytest.mark.sqlite_only("the SQLite database file in the data directory: its bytes and mode")
 def test_an_old_install_is_tightened_at_start_with_a_log_line(install):
     install.chmod(0o755)
     for name in ("omniroute.sqlite3", "huey.sqlite3"):
@@ -312,6 +315,7 @@ connection.close()
 """
 
 
+@pytest.mark.sqlite_only("the SQLite database file in the data directory: its bytes and mode")
 def test_the_migration_encrypts_clear_secrets_and_leaves_no_clear_bytes(install, tmp_path):
     tmp_path = Path(shutil.copytree(install, tmp_path / "copy"))  # a migrated install of its own
     script = _MIGRATE_LEGACY.replace("PROVIDER_KEY", repr(PROVIDER_KEY))

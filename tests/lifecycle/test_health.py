@@ -8,6 +8,8 @@ vector store, a database trigger that expires the probe at once or refuses inser
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 import pytest
@@ -108,18 +110,27 @@ def test_vectors_disabled_on_purpose_are_skipped(admin_api, embeddings, settings
     assert body["working"] is True and body["stages"]["vector"]["skipped"] is True
 
 
-def database_trigger(sql: str) -> None:
-    """A trigger on ``memories``, dropped with the test's transaction."""
+def database_trigger(name: str, timing: str, sqlite_body: str, pg_body: str) -> None:
+    """A row trigger on ``memories`` (``timing``: ``AFTER INSERT``, …), dropped with the test's
+    transaction: SQLite's body is SQL statements, PostgreSQL's a PL/pgSQL function (made in the same
+    transaction, so dropped with it too)."""
     with connection.cursor() as cursor:
-        cursor.execute(sql)
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN {pg_body}; "
+                "RETURN NEW; END $$"
+            )
+            cursor.execute(
+                f"CREATE TRIGGER {name} {timing} ON memories FOR EACH ROW EXECUTE FUNCTION {name}()"
+            )
+        else:
+            cursor.execute(f"CREATE TRIGGER {name} {timing} ON memories BEGIN {sqlite_body}; END")
 
 
 def test_it_cleans_up_when_a_stage_fails(admin_api, no_embedding_source):
     """A memory that expires as soon as it is written is indexed but filtered out of keyword search."""
-    database_trigger(
-        "CREATE TRIGGER expire_at_once AFTER INSERT ON memories BEGIN "
-        "UPDATE memories SET expires_at = '2000-01-01 00:00:00' WHERE seq = new.seq; END"
-    )
+    expire = "UPDATE memories SET expires_at = '2000-01-01 00:00:00' WHERE seq = new.seq"
+    database_trigger("expire_at_once", "AFTER INSERT", expire, expire.replace("new.", "NEW."))
     body = admin_api.get(URL).json()
     assert body["working"] is False
     assert body["error"] == "fts: the probe memory was not found by full-text search"
@@ -139,9 +150,13 @@ def test_it_cleans_up_even_when_a_stage_crashes_the_run(embeddings):
 
 def test_skipped_stages_after_a_failed_write(admin_api, no_embedding_source):
     # Not a constraint (an IntegrityError is an upsert): an error the write cannot recover from.
-    database_trigger("CREATE TRIGGER refuse_inserts BEFORE INSERT ON memories BEGIN DELETE FROM gone; END")
+    database_trigger("refuse_inserts", "BEFORE INSERT", "DELETE FROM gone", "DELETE FROM gone")
     body = admin_api.get(URL).json()
-    assert body["working"] is False and body["error"] == "write: no such table: main.gone"
+    # One line on either engine: PostgreSQL's QUERY and CONTEXT lines are left out.
+    missing = (
+        'relation "gone" does not exist' if connection.vendor == "postgresql" else "no such table: main.gone"
+    )
+    assert body["working"] is False and body["error"] == f"write: {missing}"
     assert body["stages"]["fts"]["skipped"] is True and body["stages"]["read"]["skipped"] is True
 
 
@@ -195,19 +210,48 @@ print(json.dumps([response.status_code, response.json()]))
 """
 
 
+FORGET_LATEST_MIGRATION = (
+    "DELETE FROM django_migrations WHERE id = (SELECT max(id) FROM django_migrations WHERE app = 'memory')"
+)
+
+
+@contextmanager
+def copy_with_a_pending_migration(instance, tmp_path) -> Iterator[dict]:
+    """A copy of the instance's migrated database whose latest migration is not recorded as applied;
+    yields the environment that points a process at it. SQLite: a backup of the file. PostgreSQL: a
+    database made from the instance's as a template (nothing is connected to it between commands),
+    dropped afterwards."""
+    url = instance.env.get("DATABASE_URL", "").strip()
+    if not url:
+        import sqlite3
+
+        copy = tmp_path / "omniroute.sqlite3"
+        with sqlite3.connect(instance.db_path) as source, sqlite3.connect(copy) as target:
+            source.backup(target)
+            target.execute(FORGET_LATEST_MIGRATION)
+        yield {"OMNIROUTE_DB_PATH": str(copy)}
+        return
+    import psycopg
+
+    server, name = url.rsplit("/", 1)
+    copy = f"{name}_pending"
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{copy}"')
+        admin.execute(f'CREATE DATABASE "{copy}" TEMPLATE "{name}"')
+    try:
+        with psycopg.connect(f"{server}/{copy}", autocommit=True) as target:
+            target.execute(FORGET_LATEST_MIGRATION)
+        yield {"DATABASE_URL": f"{server}/{copy}"}
+    finally:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{copy}" WITH (FORCE)')
+
+
 def test_healthz_is_503_when_migrations_are_pending(instance, tmp_path):
     """A copy of a migrated database whose latest migration is not recorded as applied, served by a
     fresh process (a process that has seen every migration applied keeps that answer)."""
-    import sqlite3
-
-    copy = tmp_path / "omniroute.sqlite3"
-    with sqlite3.connect(instance.db_path) as source, sqlite3.connect(copy) as target:
-        source.backup(target)
-        target.execute(
-            "DELETE FROM django_migrations WHERE id = "
-            "(SELECT max(id) FROM django_migrations WHERE app = 'memory')"
-        )
-    pending = instance.manage("shell", "--no-imports", "-c", HEALTHZ, env={"OMNIROUTE_DB_PATH": str(copy)})
+    with copy_with_a_pending_migration(instance, tmp_path) as env:
+        pending = instance.manage("shell", "--no-imports", "-c", HEALTHZ, env=env)
     assert json.loads(pending.stdout.splitlines()[-1]) == [
         503,
         {"status": "unavailable", "reason": "migrations pending"},

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import sqlite3
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -144,17 +146,49 @@ def wait_until_blocked(processes, timeout: float = 90) -> bool:
     return False
 
 
+@contextmanager
+def both_runs_wait_for_the_rows(instance, owner: str) -> Iterator[Callable[[list], bool]]:
+    """Another connection holds what both runs need until the block ends, and yields a check that
+    both runs wait for it. SQLite: the write lock (each run waits in its busy handler). PostgreSQL: a
+    row lock on every memory of ``owner`` (each run waits in its ``SELECT … FOR UPDATE``)."""
+    url = instance.env.get("DATABASE_URL", "").strip()
+    if not url:
+        holder = sqlite3.connect(instance.db_path, isolation_level=None, timeout=30)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            yield wait_until_blocked
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        return
+    import psycopg
+
+    with psycopg.connect(url) as holder, psycopg.connect(url, autocommit=True) as watcher:
+        holder.execute("SELECT seq FROM memories WHERE owner_id = %s FOR UPDATE", [owner])
+
+        def waiting(processes, timeout: float = 90) -> bool:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                query = (
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = %s"
+                )
+                if watcher.execute(query, [url.rsplit("/", 1)[1]]).fetchone()[0] >= len(processes):
+                    return True
+                time.sleep(0.1)
+            return False
+
+        yield waiting
+        holder.rollback()
+
+
 def test_two_runs_at_once_do_not_compact_twice(instance):
     owner = instance.python(SEED.format(name="concurrent", n=2000))
-    # Hold the write lock so that both runs reach their write transaction and
-    # wait for it; when it is released they race for it.
-    holder = sqlite3.connect(instance.db_path, isolation_level=None, timeout=30)
-    holder.execute("BEGIN IMMEDIATE")
+    # Hold what both runs need so that both reach their write transaction and wait for it; when it is
+    # released they race for it.
     env = {"OMNIROUTE_DB_BUSY_TIMEOUT_MS": "60000"}
-    runs = [instance.popen("summarize_memories", "--api-key", owner, env=env) for _ in range(2)]
-    assert wait_until_blocked(runs), "the two runs never waited for the write lock together"
-    holder.execute("ROLLBACK")
-    holder.close()
+    with both_runs_wait_for_the_rows(instance, owner) as blocked:
+        runs = [instance.popen("summarize_memories", "--api-key", owner, env=env) for _ in range(2)]
+        assert blocked(runs), "the two runs never waited for the lock together"
     outputs = [run.communicate(timeout=120) for run in runs]
     assert [run.returncode for run in runs] == [0, 0], outputs
     lines = sorted(out.strip().split(": ", 1)[1] for out, _ in outputs)

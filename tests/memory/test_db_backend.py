@@ -2,10 +2,13 @@
 
 import sqlite3 as maybe_swapped
 
+import pytest
 from django.core.checks import run_checks
 from django.db import connection
 
 from memory import checks
+
+pytestmark = pytest.mark.sqlite_only("the SQLite backend itself: extensions, FTS5, pragmas, IMMEDIATE writes")
 
 
 def test_sqlite_module_in_use_can_load_extensions(db):

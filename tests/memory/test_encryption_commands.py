@@ -55,6 +55,7 @@ def _run(*args: str) -> tuple[str, str]:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.sqlite_only("reads the SQLite database file's bytes")
 def test_encrypt_memories_seals_clear_rows_in_place_and_keeps_search(encrypted_on: Path) -> None:
     carol, dave = (ApiKey.issue(name=name)[0].pk for name in ("carol", "dave"))
     clear = NativeBackend()  # written before encryption was switched on (committed, indexed from clear text)

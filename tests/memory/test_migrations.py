@@ -6,6 +6,9 @@ from django.db import connection
 
 from memory.vectorstores.sqlite_vec import SqliteVecStore
 
+# PostgreSQL's counterpart: tests/postgres/test_migrations.py.
+pytestmark = pytest.mark.sqlite_only("FTS5 shadow tables, vec0 and sqlite_master")
+
 
 def table_names() -> set[str]:
     with connection.cursor() as cursor:

@@ -27,6 +27,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.bounds import MAX_POSITION, int_option
+from memory.dialect import error_message
 from memory.models import ApiKey
 from memory.services.audit import command_actor
 from memory.services.summarization import summarizable_owners, summarize_older_than, summarize_to_budget
@@ -109,7 +110,7 @@ class Command(BaseCommand):
                     self.stdout.write(f"{label}: {self._budget(owner, budget_tokens, dry_run)}")
             except Exception as exc:
                 failures.append(str(owner.pk))
-                self.stderr.write(f"{label}: FAILED: {type(exc).__name__}: {exc}")
+                self.stderr.write(f"{label}: FAILED: {type(exc).__name__}: {error_message(exc)}")
         if not owners:
             self.stdout.write("No API keys: nothing to summarise.")
         if failures:

@@ -50,6 +50,8 @@ from datetime import datetime
 from django.conf import settings
 from django.db import connection
 
+from memory.dialect import is_postgres
+from memory.retrieval.fts import postgres
 from memory.retrieval.fts.query import (
     BM25_WEIGHTS,
     MAX_QUERY_CHARS,
@@ -321,13 +323,19 @@ def fts_search(
     conditions = read_conditions(
         "m", now=now, session_id=session_id, created_after=created_after, valid_at=valid_at
     )
-    search = _Search(
-        terms, owners, limit=limit, candidates=candidates or max(limit * 4, 100), conditions=conditions
-    )
-    return search.run()
+    depth = candidates or max(limit * 4, 100)
+    if is_postgres():  # the one place that chooses the engine's keyword index
+        found = postgres.search(
+            terms=terms, owners=owners, limit=limit, candidates=depth, conditions=conditions
+        )
+        return [FtsHit(seq=seq, rank=rank) for seq, rank in found]
+    return _Search(terms, owners, limit=limit, candidates=depth, conditions=conditions).run()
 
 
 def fts_optimize() -> None:
     """Merge the index's segments (run after large batches; also reclaims deletes)."""
+    if is_postgres():
+        postgres.optimize()
+        return
     with connection.cursor() as cursor:
         cursor.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")

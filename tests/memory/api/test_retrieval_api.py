@@ -1,6 +1,7 @@
 """retrieve-preview, reindex, engine-status and embedding-providers."""
 
 import pytest
+from django.db import connection
 
 from tests.factories import make_memory
 
@@ -85,11 +86,18 @@ def test_reindex_needs_admin(read_api):
 def test_engine_status_reports_real_probes(read_api, alice):
     make_memory(alice, content="a")
     body = read_api.get("/api/memory/engine-status").json()
-    assert body["keyword"] == {
-        "available": True,
-        "backend": "FTS5",
-        "reason": "memory_fts answers MATCH queries",
-    }
+    if connection.vendor == "postgresql":
+        assert body["keyword"] == {
+            "available": True,
+            "backend": "PostgreSQL tsvector",
+            "reason": "memory_fts answers @@ queries",
+        }
+    else:
+        assert body["keyword"] == {
+            "available": True,
+            "backend": "FTS5",
+            "reason": "memory_fts answers MATCH queries",
+        }
     assert body["vectorStore"]["backend"] == "none" and body["vectorStore"]["needsReindex"] == 1
     assert body["rerank"]["reason"] == "rerank disabled"
 

@@ -8,8 +8,7 @@ from memory.retrieval.engine import retrieve
 from memory.services.indexing import reindex_all
 from memory.services.memories import memory_delete
 from memory.vectorstores import qdrant
-from memory.vectorstores.sqlite_vec import SqliteVecStore
-from tests.factories import expired, make_memory
+from tests.factories import database_store, expired, make_memory
 
 pytestmark = [
     pytest.mark.django_db,
@@ -33,7 +32,7 @@ def test_writes_go_to_both_stores_and_search_uses_qdrant_first(alice, bob, stati
     make_memory(alice, content="golden retriever, expired", expires_at=expired())
     make_memory(bob, content="Bob's golden retriever puppy")
     reindex_all()
-    assert len(SqliteVecStore().seqs()) == 3
+    assert len(database_store().seqs()) == 3
     assert qdrant.QdrantStore().count() == 3
     result = retrieve(owner_ids=frozenset({alice.pk}), query="my pet", strategy="semantic")
     assert [h.memory.seq for h in result.hits] == [mine.seq]
@@ -54,8 +53,8 @@ def test_an_empty_qdrant_falls_back_to_sqlite_vec_and_says_why(alice, static_and
     qdrant.QdrantStore().delete([memory.seq])  # Qdrant lost the point
     result = retrieve(owner_ids=frozenset({alice.pk}), query="my pet", strategy="hybrid")
     assert result.hits[0].memory.seq == memory.seq and result.hits[0].tier == "hybrid"
-    assert result.resolution["vectorStore"] == "sqlite-vec"
-    assert "falling back to sqlite-vec" in result.resolution["fallbackReason"]
+    assert result.resolution["vectorStore"] == database_store().name
+    assert f"falling back to {database_store().name}" in result.resolution["fallbackReason"]
 
 
 def test_disabling_qdrant_returns_to_sqlite_vec(alice, static_and_qdrant):
@@ -63,4 +62,4 @@ def test_disabling_qdrant_returns_to_sqlite_vec(alice, static_and_qdrant):
     reindex_all()
     update_qdrant_settings({"enabled": False})
     result = retrieve(owner_ids=frozenset({alice.pk}), query="my pet", strategy="semantic")
-    assert result.resolution["vectorStore"] == "sqlite-vec" and result.hits[0].tier == "vector"
+    assert result.resolution["vectorStore"] == database_store().name and result.hits[0].tier == "vector"

@@ -18,7 +18,7 @@ from memory.retrieval.composite import DEFAULT_WEIGHTS, Signals, recency, relati
 from memory.retrieval.engine import retrieve
 from memory.services.indexing import reindex_all
 from memory.services.memories import MemoryInput
-from tests.factories import make_memory
+from tests.factories import database_store, make_memory
 from tests.memory.providers import provider_keys
 
 providers = provider_keys.providers
@@ -166,7 +166,7 @@ def test_with_vectors_composite_reorders_hybrids_candidates(alice):
         hybrid = retrieve(owner_ids=owner, query="kubernetes deployment", strategy="hybrid")
         result = retrieve(owner_ids=owner, query="kubernetes deployment", strategy="composite")
         assert result.resolution["strategyUsed"] == "composite"
-        assert result.resolution["vectorStore"] == "sqlite-vec"
+        assert result.resolution["vectorStore"] == database_store().name
         # the same candidates, only re-ordered
         assert sorted(h.memory.pk for h in result.hits) == sorted(h.memory.pk for h in hybrid.hits)
         fused = {h.memory.pk: h.score for h in hybrid.hits}

@@ -99,6 +99,7 @@ def test_a_global_retrieval_sees_every_owner_but_an_owner_retrieval_never_does(a
     assert sorted(ids(retrieve(owner_ids=None, query="kiwi"))) == ["kiwi for alice", "kiwi for bob"]
 
 
+@pytest.mark.sqlite_only("FTS5's data blocks (tests/memory/services/test_memories.py checks both engines)")
 def test_chat_retrieval_uses_the_settings_and_bumps_access_without_rewriting_fts(alice, bob):
     from memory.conf import update_memory_settings
 
@@ -136,6 +137,7 @@ def test_global_scope_needs_a_granted_key(alice, bob):
     assert ids(retrieve_for_chat(api_key=alice, query="kiwi", scope="global")) == ["bob's kiwi"]
 
 
+@pytest.mark.sqlite_only("the FTS5 statement's shape")
 def test_fts_search_starts_from_the_index(alice):
     make_memory(alice, content="kiwi")
     with CaptureQueriesContext(connection) as queries:

@@ -11,8 +11,7 @@ from memory.retrieval import engine
 from memory.retrieval.engine import retrieve
 from memory.services.indexing import pending_count, reindex_all
 from memory.signals import reindex_progress
-from memory.vectorstores.sqlite_vec import SqliteVecStore
-from tests.factories import expired, make_memory
+from tests.factories import database_store, expired, make_memory
 
 pytestmark = [
     pytest.mark.django_db,
@@ -43,7 +42,8 @@ def test_semantic_finds_a_memory_by_meaning(alice):
     assert contents(result) == ["My dog is a golden retriever puppy"]
     assert result.hits[0].tier == "vector" and 0 < result.hits[0].vec_score <= 1
     assert (
-        result.resolution["embeddingSource"] == "static" and result.resolution["vectorStore"] == "sqlite-vec"
+        result.resolution["embeddingSource"] == "static"
+        and result.resolution["vectorStore"] == database_store().name
     )
     assert result.resolution["fallbackReason"] is None
     assert (result.resolution["strategyRequested"], result.resolution["strategyUsed"]) == ("semantic",) * 2
@@ -95,7 +95,7 @@ def test_writes_are_embedded_after_commit(alice, django_capture_on_commit_callba
         memory = make_memory(alice, content="I like hiking")
     memory.refresh_from_db()
     assert memory.needs_reindex is False
-    assert SqliteVecStore().seqs() == {memory.seq}
+    assert database_store().seqs() == {memory.seq}
 
 
 def test_reindex_drains_the_queue_and_reports_progress(alice):
@@ -120,7 +120,7 @@ def test_a_model_change_falls_back_to_fts_until_reindexed(alice, monkeypatch):
     monkeypatch.setattr(engine, "LAZY_EMBED_PER_REQUEST", 0)
     make_memory(alice, content="PostgreSQL in production")
     reindex_all()
-    SqliteVecStore().ensure(signature="other:model:256", dim=256)  # the index now belongs to another model
+    database_store().ensure(signature="other:model:256", dim=256)  # the index now belongs to another model
     result = retrieve(owner_ids=frozenset({alice.pk}), query="postgresql", strategy="hybrid")
     assert result.hits[0].tier == "fts5"
     assert "reindex pending" in result.resolution["fallbackReason"]
@@ -166,13 +166,13 @@ def test_a_hybrid_degraded_by_a_pending_reindex_reports_keyword_and_no_vector_st
     monkeypatch.setattr(engine, "LAZY_EMBED_PER_REQUEST", 0)
     make_memory(alice, content="PostgreSQL in production")
     reindex_all()
-    SqliteVecStore().ensure(signature="other:model:256", dim=256)
+    database_store().ensure(signature="other:model:256", dim=256)
     result = retrieve(owner_ids=frozenset({alice.pk}), query="postgresql", strategy="hybrid")
     assert [h.tier for h in result.hits] == ["fts5"]
     assert resolution_of(result) == ("hybrid", "keyword", "none")
     reindex_all()
     result = retrieve(owner_ids=frozenset({alice.pk}), query="postgresql", strategy="hybrid")
-    assert resolution_of(result) == ("hybrid", "hybrid", "sqlite-vec")
+    assert resolution_of(result) == ("hybrid", "hybrid", database_store().name)
 
 
 @respx.mock
@@ -234,7 +234,11 @@ def test_chat_retrieval_drops_weak_vector_only_matches_but_the_preview_shows_the
 
 
 def fts_queries(captured) -> list[str]:
-    return [q["sql"] for q in captured.captured_queries if "memory_fts MATCH" in q["sql"]]
+    return [
+        q["sql"]
+        for q in captured.captured_queries
+        if "memory_fts MATCH" in q["sql"] or "FROM memory_fts AS f" in q["sql"]
+    ]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -267,7 +271,7 @@ def test_bulk_writes_embed_inline_with_the_static_source(alice):
     result = memory_bulk_create([MemoryInput(owner=alice, content=f"fact {i} about dogs") for i in range(5)])
     assert result["created"] == 5
     assert pending_count() == 0
-    assert SqliteVecStore().count() == 5
+    assert database_store().count() == 5
     hits = retrieve(owner_ids=frozenset({alice.pk}), query="puppies", strategy="semantic", limit=5)
     assert len(hits.hits) == 5
 

@@ -28,7 +28,12 @@ from memory.retrieval.relevance import query_terms
 from memory.services.memories import MemoryInput, memory_bulk_create
 from tests.factories import expired, make_memory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.sqlite_only(
+        "FTS5's query plans, checked against a plain FTS5 query (tests/postgres: PostgreSQL's)"
+    ),
+]
 
 COMMON = ["coffee", "morning", "team", "work"]
 MIDDLE = [f"topic{i}" for i in range(30)]

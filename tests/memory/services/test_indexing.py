@@ -18,8 +18,7 @@ from memory.models import Memory, VectorMeta
 from memory.retrieval import engine
 from memory.retrieval.engine import retrieve
 from memory.services.indexing import pending_count, reindex_all, vector_context
-from memory.vectorstores.sqlite_vec import SqliteVecStore
-from tests.factories import make_memory
+from tests.factories import database_store, make_memory
 
 pytestmark = [
     pytest.mark.django_db,
@@ -49,7 +48,7 @@ def indexed_with_static(db, alice, monkeypatch):
 def signature_of(source: str) -> str:
     """The signature ``source`` embeds with, as sqlite-vec records it."""
     ctx = vector_context(update_memory_settings({"embeddingSource": source}))
-    return SqliteVecStore().full_signature(ctx.source.signature)
+    return database_store().full_signature(ctx.source.signature)
 
 
 def ask_about_the_dog(alice):
@@ -81,7 +80,7 @@ def test_switching_the_source_through_the_settings_api_rebuilds_the_index_by_its
         assert admin_api.put("/api/settings/memory", {"embeddingSource": "transformers"}).status_code == 200
     expected = signature_of("transformers")
     assert VectorMeta.load().embedding_signature == expected
-    assert SqliteVecStore().count() == 2 and pending_count() == 0
+    assert database_store().count() == 2 and pending_count() == 0
     store = admin_api.get("/api/memory/engine-status").json()["vectorStore"]
     assert (store["stale"], store["needsReindex"], store["signature"]) == (False, 0, expected)
     result = ask_about_the_dog(alice)  # no write in between
@@ -97,7 +96,7 @@ def test_a_reindex_without_force_repairs_a_stale_signature(
         response = admin_api.post("/api/memory/reindex", {})
     assert response.json() == {"started": True, "pending": 2}
     assert VectorMeta.load().embedding_signature == signature_of("transformers")
-    assert SqliteVecStore().count() == 2 and pending_count() == 0
+    assert database_store().count() == 2 and pending_count() == 0
     assert ask_about_the_dog(alice).hits[0].tier == "vector"
 
 
@@ -127,7 +126,7 @@ def test_a_switch_to_a_remote_model_learns_its_dimension_and_rebuilds(
         admin_api.put("/api/settings/memory", remote)
     meta = VectorMeta.load()
     assert (meta.embedding_signature, meta.active_dim) == ("remote:tiny:3", 3)
-    assert SqliteVecStore().count() == 2 and pending_count() == 0
+    assert database_store().count() == 2 and pending_count() == 0
     runtime.reset()  # a fresh process: the remote source has not answered yet
     store = admin_api.get("/api/memory/engine-status").json()["vectorStore"]
     assert store["stale"] is False and store["needsReindex"] == 0

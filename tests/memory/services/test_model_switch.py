@@ -13,8 +13,7 @@ from memory.models import VectorMeta
 from memory.retrieval import engine
 from memory.retrieval.engine import retrieve
 from memory.services.indexing import pending_count, reindex_all
-from memory.vectorstores.sqlite_vec import SqliteVecStore
-from tests.factories import make_memory
+from tests.factories import database_store, make_memory
 
 pytestmark = [
     pytest.mark.django_db,
@@ -49,7 +48,7 @@ def test_choosing_another_model_in_the_settings_rebuilds_the_index(
     with django_capture_on_commit_callbacks(execute=True):
         assert admin_api.put("/api/settings/memory", {"transformersModel": BGE}).status_code == 200
     assert VectorMeta.load().embedding_signature.startswith(f"transformers:{BGE}:384")
-    assert SqliteVecStore().count() == 2 and pending_count() == 0
+    assert database_store().count() == 2 and pending_count() == 0
     status = admin_api.get("/api/memory/engine-status").json()
     assert (status["embedding"]["model"], status["vectorStore"]["stale"]) == (BGE, False)
     result = retrieve(

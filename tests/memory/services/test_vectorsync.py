@@ -15,9 +15,8 @@ from memory.services.memories import memory_delete, memory_update
 from memory.services.retention import delete_memories, memory_clear
 from memory.services.summarization import summarize_older_than
 from memory.vectorstores import qdrant
-from memory.vectorstores.sqlite_vec import SqliteVecStore
 from memory.visibility import Visibility
-from tests.factories import make_memory
+from tests.factories import database_store, make_memory
 
 pytestmark = [
     pytest.mark.django_db,
@@ -44,7 +43,7 @@ def qdrant_points() -> set[int]:
 
 
 def vectors_everywhere() -> tuple[set[int], set[int]]:
-    return SqliteVecStore().seqs(), qdrant_points()
+    return database_store().seqs(), qdrant_points()
 
 
 @pytest.fixture

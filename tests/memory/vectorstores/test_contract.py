@@ -11,9 +11,8 @@ from django.utils import timezone
 from memory.qdrant_conf import update_qdrant_settings
 from memory.vectorstores import qdrant
 from memory.vectorstores.base import VectorItem, VectorStore
-from memory.vectorstores.sqlite_vec import SqliteVecStore
 from memory.visibility import Visibility
-from tests.factories import expired, hash_embed, make_memory
+from tests.factories import database_store, expired, hash_embed, make_memory
 from tests.memory.qdrant.conftest import QDRANT_DEFAULTS
 
 pytestmark = pytest.mark.django_db
@@ -41,7 +40,7 @@ def store(request, db, settings) -> VectorStore:
         made: VectorStore = qdrant.QdrantStore()
     else:
         settings.MEMORY_VEC_CACHE_MB = 0 if "without" in request.param else 1024
-        made = SqliteVecStore()
+        made = database_store()
     made.ensure(signature=SIGNATURE, dim=DIM)
     return made
 
