@@ -1,6 +1,8 @@
 """Run every benchmark against a throw-away data directory (the built models are reused).
 
-Usage: python -m bench [name ...]   (names: ingest, embeddings, retrieval, backends, gateway, load, cognitive)
+Usage: python -m bench [name ...]   (names: ingest, embeddings, retrieval, backends, gateway, load, cognitive, consolidation)
+       python -m bench scale [--quick] [options]   (not in the default run: several minutes, its own
+       processes and databases; see bench/scale.py)
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ORDER = ["embeddings", "ingest", "retrieval", "backends", "gateway", "load", "cognitive"]
+ORDER = ["embeddings", "ingest", "retrieval", "backends", "gateway", "load", "cognitive", "consolidation"]
 
 
 def setup_django(data_dir: str) -> None:
@@ -34,10 +36,14 @@ def setup_django(data_dir: str) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["scale"]:  # runs alone: each part sets up its own database in a child process
+        from bench.scale import main as scale_main
+
+        return scale_main(argv[1:])
     names = argv or ORDER
     unknown = [n for n in names if n not in ORDER]
     if unknown:
-        print(f"unknown benchmarks {unknown}; choose among {ORDER}", file=sys.stderr)
+        print(f"unknown benchmarks {unknown}; choose among {ORDER} (or: scale, alone)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="omniroute-bench-") as data_dir:
         setup_django(data_dir)
