@@ -22,7 +22,7 @@ import ipaddress
 import socket
 from collections.abc import Callable, Iterable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[..., Iterable[tuple[Any, ...]]]
@@ -98,6 +98,20 @@ def address_violation(address: IPAddress, *, allow_private: bool = False) -> str
     return None
 
 
+def _split(url: object) -> tuple[SplitResult, int | None]:
+    """``url`` split, and its port: refused when empty, when it holds whitespace or control characters
+    (parsers disagree on how to read them) or when it does not parse."""
+    if not isinstance(url, str) or not url:
+        raise UrlPolicyError("URL is empty")
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        raise UrlPolicyError("URL must not contain whitespace or control characters")
+    try:
+        parts = urlsplit(url)
+        return parts, parts.port
+    except ValueError as exc:
+        raise UrlPolicyError(f"URL is malformed: {exc}") from None
+
+
 def check_outbound_url(
     url: str,
     *,
@@ -116,16 +130,7 @@ def check_outbound_url(
     ``resolve=False`` checks everything but the addresses a name resolves to (a setting saved before
     its server is up); the check before connecting must resolve.
     """
-    if not isinstance(url, str) or not url:
-        raise UrlPolicyError("URL is empty")
-    # Parsers disagree on how to read whitespace and control characters; refuse them outright.
-    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
-        raise UrlPolicyError("URL must not contain whitespace or control characters")
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise UrlPolicyError(f"URL is malformed: {exc}") from None
+    parts, port = _split(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
         raise UrlPolicyError(f"URL scheme {parts.scheme or '(none)'!r} is not allowed; use http or https")
@@ -205,15 +210,7 @@ def check_redis_url(
     hide an address) and so are a fragment and query parameters outside
     :data:`REDIS_URL_PARAMETERS`. ``unix://`` reaches a socket of this machine, a local process as
     loopback is, so it is allowed only with ``allow_private``."""
-    if not isinstance(url, str) or not url:
-        raise UrlPolicyError("URL is empty")
-    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
-        raise UrlPolicyError("URL must not contain whitespace or control characters")
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:
-        raise UrlPolicyError(f"URL is malformed: {exc}") from None
+    parts, port = _split(url)
     scheme = parts.scheme.lower()
     if scheme not in ("redis", "rediss", "unix"):
         raise UrlPolicyError(

@@ -85,6 +85,7 @@ from memory.backends.base import (
     check_draft,
     check_page,
 )
+from memory.backends.guarded import PolicyClient
 from memory.backends.scoring import bm25_rank
 from memory.conf import get_memory_settings
 from memory.exceptions import Conflict
@@ -227,9 +228,11 @@ class ChromaBackend(MemoryBackend):
     def __init__(self, config: ChromaConfig, *, name: str | None = None) -> None:
         super().__init__(name=name)
         self.config = config
-        self._client: httpx.Client | None = None
-        self._client_private: bool | None = None
-        self._client_lock = threading.Lock()
+        self._client = PolicyClient(
+            self.name,
+            lambda private: check_outbound_url(config.url, allow_private=private),
+            self._new_client,
+        )
         self._collections: dict[str, str] = {}
         self._dimension: int | None = config.dimension
         self._lock = threading.RLock()
@@ -239,29 +242,19 @@ class ChromaBackend(MemoryBackend):
     @property
     def client(self) -> httpx.Client:
         """The HTTP client, made once the outbound URL policy (names resolved) admits the URL; made
-        again, and checked again, when the private-network switch changes. Redirects are not followed
-        (a 30x to an internal address is no way round the policy)."""
-        private = get_memory_settings().private_urls_allowed
-        with self._client_lock:
-            if self._client is None or self._client_private != private:
-                try:
-                    check_outbound_url(self.config.url, allow_private=private)
-                except UrlPolicyError as exc:
-                    raise BackendUnavailable(
-                        f"{self.name}: refused by the outbound URL policy: {exc}", backend=self.name
-                    ) from None
-                if self._client is not None:
-                    self._client.close()
-                c = self.config
-                self._client = httpx.Client(
-                    base_url=c.url.rstrip("/"),
-                    timeout=c.timeout_seconds,
-                    transport=httpx.HTTPTransport(retries=c.retries),
-                    headers=self._headers(),
-                    follow_redirects=False,
-                )
-                self._client_private = private
-            return self._client
+        again, and checked again, when the private-network switch changes (``PolicyClient``)."""
+        return self._client.get()
+
+    def _new_client(self) -> httpx.Client:
+        """Redirects are not followed: a 30x to an internal address is no way round the policy."""
+        c = self.config
+        return httpx.Client(
+            base_url=c.url.rstrip("/"),
+            timeout=c.timeout_seconds,
+            transport=httpx.HTTPTransport(retries=c.retries),
+            headers=self._headers(),
+            follow_redirects=False,
+        )
 
     def _headers(self) -> dict[str, str]:
         headers = {"accept": "application/json"}

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -65,6 +64,7 @@ from memory.backends.base import (
     check_draft,
     check_page,
 )
+from memory.backends.guarded import PolicyClient
 from memory.backends.redis_codec import Stored, decode, encode, error_text, text
 from memory.backends.redis_knn import ALGORITHMS, RedisKnn, mirror_fields
 from memory.backends.scoring import bm25_rank, cosine_rank
@@ -129,9 +129,9 @@ class RedisBackend(ScanReads, MemoryBackend):
     def __init__(self, config: RedisConfig, *, name: str | None = None) -> None:
         super().__init__(name=name)
         self.config = config
-        self._client: redis.Redis | None = None
-        self._client_private: bool | None = None
-        self._client_lock = threading.Lock()
+        self._client = PolicyClient(
+            self.name, lambda private: check_redis_url(config.url, allow_private=private), self._new_client
+        )
         self.knn = RedisKnn(
             client=lambda: self.client,
             prefix=config.prefix,
@@ -145,32 +145,20 @@ class RedisBackend(ScanReads, MemoryBackend):
     @property
     def client(self) -> redis.Redis:
         """The client, made once the outbound URL policy (names resolved) admits the URL; made again,
-        and checked again, when the private-network switch changes. No connection is opened before a
-        command."""
-        private = get_memory_settings().private_urls_allowed
-        with self._client_lock:
-            if self._client is None or self._client_private != private:
-                try:
-                    check_redis_url(self.config.url, allow_private=private)
-                except UrlPolicyError as exc:
-                    raise BackendUnavailable(
-                        f"{self.name}: refused by the outbound URL policy: {exc}", backend=self.name
-                    ) from None
-                if self._client is not None:
-                    self._client.close()
-                c = self.config
-                self._client = redis.Redis.from_url(
-                    c.url,
-                    decode_responses=True,
-                    socket_timeout=c.timeout_seconds,
-                    socket_connect_timeout=c.timeout_seconds,
-                    retry=Retry(
-                        ExponentialBackoff(cap=BACKOFF_CAP_SECONDS, base=c.backoff_seconds), c.retries
-                    ),
-                    retry_on_error=[redis.ConnectionError, redis.TimeoutError],
-                )
-                self._client_private = private
-            return self._client
+        and checked again, when the private-network switch changes (``PolicyClient``). No connection
+        is opened before a command."""
+        return self._client.get()
+
+    def _new_client(self) -> redis.Redis:
+        c = self.config
+        return redis.Redis.from_url(
+            c.url,
+            decode_responses=True,
+            socket_timeout=c.timeout_seconds,
+            socket_connect_timeout=c.timeout_seconds,
+            retry=Retry(ExponentialBackoff(cap=BACKOFF_CAP_SECONDS, base=c.backoff_seconds), c.retries),
+            retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+        )
 
     @contextmanager
     def _guard(self) -> Iterator[None]:
