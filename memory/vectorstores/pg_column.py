@@ -28,11 +28,10 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
-from django.utils import timezone
 
-from memory.models import Memory, VectorMeta
+from memory.models import VectorMeta
 from memory.vectorstores.base import VectorHit, VectorItem
-from memory.vectorstores.owner_matrix import LOG, MATRIX_CACHE, TABLE, best_hits, decode
+from memory.vectorstores.owner_matrix import LOG, TABLE, best_hits, decode
 from memory.vectorstores.sqlite_vec import SqliteVecStore
 from memory.visibility import owner_hex
 
@@ -58,14 +57,7 @@ class PgColumnStore(SqliteVecStore):
             # DELETE, not TRUNCATE: other transactions may be reading, and it stays in this one.
             cursor.execute(f"DELETE FROM {TABLE}")
             cursor.execute(f"DELETE FROM {LOG}")
-        meta.active_dim = dim
-        meta.embedding_signature = wanted
-        meta.last_reset_at = timezone.now()
-        meta.vec_loaded = True
-        meta.save()
-        MATRIX_CACHE.clear()
-        reset = Memory.objects.update(needs_reindex=True)
-        logger.info("vector table emptied for %s (dim %s); %s memories to re-embed", wanted, dim, reset)
+        self._adopt(meta, wanted, dim, "emptied")
         return True
 
     @transaction.atomic

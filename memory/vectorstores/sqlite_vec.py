@@ -107,6 +107,13 @@ class SqliteVecStore(VectorStore):
                 f"DELETE FROM {TABLE} WHERE rowid = old.seq; "
                 f"INSERT INTO {LOG} (owner_id, seq, embedding) VALUES (old.owner_id, old.seq, NULL); END"
             )
+        self._adopt(meta, wanted, dim, "rebuilt")
+        return True
+
+    @staticmethod
+    def _adopt(meta: VectorMeta, wanted: str, dim: int, done: str) -> None:
+        """After the table was emptied for ``wanted``: record its signature and dimension, forget the
+        cached matrices and mark every memory for re-embedding."""
         meta.active_dim = dim
         meta.embedding_signature = wanted
         meta.last_reset_at = timezone.now()
@@ -114,8 +121,7 @@ class SqliteVecStore(VectorStore):
         meta.save()
         MATRIX_CACHE.clear()
         reset = Memory.objects.update(needs_reindex=True)
-        logger.info("vector table rebuilt for %s (dim %s); %s memories to re-embed", wanted, dim, reset)
-        return True
+        logger.info("vector table %s for %s (dim %s); %s memories to re-embed", done, wanted, dim, reset)
 
     def _encode(self, vector: np.ndarray, int8: bool) -> bytes:
         vector = np.asarray(vector, dtype=np.float32)
