@@ -151,11 +151,14 @@ def _reading(item: MemoryInput) -> cognitive.Reading:
     )
 
 
-def _apply_upsert(existing: Memory, item: MemoryInput, now: datetime) -> cognitive.Reading | None:
+def _apply_upsert(
+    existing: Memory, item: MemoryInput, now: datetime, reading: cognitive.Reading | None = None
+) -> cognitive.Reading | None:
     """Overlay ``item`` on ``existing`` with the original's upsert rules:
     content, session, type and expiry replaced; metadata merged shallowly;
     id, created_at and access counters kept. Returns the new content's analysis (applied), or None
-    when the content did not change."""
+    when the content did not change. ``reading``: ``item``'s analysis when the caller made it already
+    (outside its write transaction)."""
     content_changed = existing.content != item.content
     existing.content = item.content
     existing.session_id = item.session_id
@@ -168,7 +171,8 @@ def _apply_upsert(existing: Memory, item: MemoryInput, now: datetime) -> cogniti
     if not content_changed:
         return None
     existing.needs_reindex = True
-    reading = _reading(item)
+    if reading is None:
+        reading = _reading(item)
     cognitive.apply_reading(existing, reading, importance_given=item.importance is not None)
     return reading
 
@@ -192,8 +196,10 @@ def _new_memory(item: MemoryInput, now: datetime, reading: cognitive.Reading) ->
     )
 
 
-def _upsert(existing: Memory, item: MemoryInput, now: datetime) -> tuple[Memory, bool]:
-    reading = _apply_upsert(existing, item, now)
+def _upsert(
+    existing: Memory, item: MemoryInput, now: datetime, reading: cognitive.Reading
+) -> tuple[Memory, bool]:
+    reading = _apply_upsert(existing, item, now, reading)
     existing.save()
     if reading is not None:
         cognitive.reconcile([(existing, reading)], edited=True)
@@ -202,7 +208,6 @@ def _upsert(existing: Memory, item: MemoryInput, now: datetime) -> tuple[Memory,
     return existing, False
 
 
-@transaction.atomic
 def memory_create(item: MemoryInput) -> tuple[Memory, bool]:
     """Create a memory, or upsert it when ``(owner, key)`` exists.
 
@@ -214,14 +219,20 @@ def memory_create(item: MemoryInput) -> tuple[Memory, bool]:
     The content is analysed (importance unless ``item`` gives one, category, entities) and checked
     against the owner's current memories in the same transaction (:mod:`memory.services.cognitive`):
     an older value it supersedes stops being current, a conflict it cannot settle is recorded open.
+    The analysis is pure and made before the transaction, so the write lock is not held for it.
     """
+    reading = _reading(item)
+    with transaction.atomic():
+        return _create(item, reading)
+
+
+def _create(item: MemoryInput, reading: cognitive.Reading) -> tuple[Memory, bool]:
     now = timezone.now()
     key = item.key or None
     if key is not None:
         existing = Memory.objects.filter(owner=item.owner, key=key).first()
         if existing is not None:
-            return _upsert(existing, item, now)
-    reading = _reading(item)
+            return _upsert(existing, item, now, reading)
     memory = _new_memory(item, now, reading)
     try:
         with transaction.atomic():
@@ -229,7 +240,7 @@ def memory_create(item: MemoryInput) -> tuple[Memory, bool]:
     except IntegrityError:
         if key is None:
             raise
-        return _upsert(Memory.objects.get(owner=item.owner, key=key), item, now)
+        return _upsert(Memory.objects.get(owner=item.owner, key=key), item, now, reading)
     cognitive.reconcile([(memory, reading)])
     if link_turns([memory.seq]):
         memory.context, memory.context_seq = (
@@ -462,8 +473,11 @@ def memory_bulk_create(items: list[MemoryInput], *, chunk_size: int = BULK_CHUNK
     reindex = False
     try:
         for start in range(0, len(ordered), chunk_size):
+            part = ordered[start : start + chunk_size]
+            # The analysis is pure: made before the transaction, it does not hold the write lock.
+            readings = [_reading(item) for _slot, item in part]
             with transaction.atomic():
-                chunk = _bulk_chunk(ordered[start : start + chunk_size], now, result, owners)
+                chunk = _bulk_chunk(part, readings, now, result, owners)
             created += chunk.created
             updated += chunk.updated
             reindex = reindex or chunk.reindex
@@ -492,12 +506,13 @@ class _Chunk:
 
 def _bulk_chunk(
     chunk: list[tuple[Slot, MemoryInput]],
+    readings: list[cognitive.Reading],
     now: datetime,
     result: dict[Slot, uuid.UUID],
     owners: set[uuid.UUID],
 ) -> _Chunk:
-    """One chunk of :func:`memory_bulk_create`, inside its transaction: fills ``result`` (slot → id)
-    and ``owners``."""
+    """One chunk of :func:`memory_bulk_create`, inside its transaction (``readings``: each item's
+    analysis, in order): fills ``result`` (slot → id) and ``owners``."""
     by_owner: dict[uuid.UUID, list[str]] = {}
     for (owner_id, key), _item in chunk:
         if isinstance(owner_id, uuid.UUID) and isinstance(key, str):
@@ -511,14 +526,14 @@ def _bulk_chunk(
     to_update: list[Memory] = []
     edited: list[tuple[Memory, cognitive.Reading]] = []
     chunk_ids: dict[Slot, uuid.UUID] = {}
-    for slot, item in chunk:
+    for (slot, item), given in zip(chunk, readings, strict=True):
         row = existing.get(slot)
         if row is None:
             new_uuid = uuid.uuid4()
-            to_insert.append((new_uuid, item, _reading(item)))
+            to_insert.append((new_uuid, item, given))
             chunk_ids[slot] = new_uuid
         else:
-            reading = _apply_upsert(row, item, now)
+            reading = _apply_upsert(row, item, now, given)
             if reading is not None:
                 edited.append((row, reading))
             to_update.append(row)
