@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sys
 import threading
 import time
@@ -24,6 +23,7 @@ from memory.mcp.tools import ADD_TOOL, CLEAR_TOOL, SEARCH_TOOL, TOOL_NAMES
 from memory.models import ApiKey, ManagementToken, Memory, MemoryType
 from tests.factories import make_memory, unbound_token
 from tests.lifecycle.conftest import BASE_DIR
+from tests.servers import free_port
 
 ALL_TYPES = ["factual", "episodic", "procedural", "semantic", "short_term", "long_term", "entity"]
 
@@ -39,12 +39,6 @@ def error_text(result) -> str:
 
 
 # -- Streamable HTTP --------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from memory.management.commands.serve import DEFAULT_HOST, DEFAULT_PORT, base_url
+from tests.servers import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -89,7 +89,7 @@ def test_make_run_gives_bootstrap_and_serve_the_same_address():
 def test_the_printed_address_is_the_one_serve_answers_on(settings, tmp_path):
     """Start the real ``serve`` with the port bootstrap was given and open the Studio address printed."""
     assert (DEFAULT_HOST, DEFAULT_PORT) == ("127.0.0.1", 8000)  # serve's defaults, bootstrap's too
-    port = _free_port()
+    port = free_port()
     lines = bootstrap(settings, tmp_path, "--port", str(port))
     studio = next(line for line in lines if line.startswith("Studio:")).split()[1]
     assert studio == f"http://127.0.0.1:{port}/dashboard/memory"
@@ -108,12 +108,6 @@ def test_the_printed_address_is_the_one_serve_answers_on(settings, tmp_path):
         server.terminate()
         output = server.communicate(timeout=20)[0]
     assert f"Serving on http://127.0.0.1:{port}/  (Studio: http://127.0.0.1:{port}/dashboard/memory" in output
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _instance_env(data_dir: Path) -> dict[str, str]:

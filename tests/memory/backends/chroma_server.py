@@ -4,27 +4,21 @@ requirements.txt) on a free port with a throw-away data directory, which a test 
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.servers import free_port, shared_server
+
 
 def chroma_binary() -> str | None:
     """The ``chroma`` command of this interpreter's environment, else the one on PATH."""
     beside = Path(sys.executable).parent / "chroma"
     return str(beside) if beside.exists() else shutil.which("chroma")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ChromaServer:
@@ -91,23 +85,6 @@ def delete_collection(url: str, name: str) -> None:
     assert response.is_success or missing, response.text
 
 
-_shared: ChromaServer | None = None
-
-
-def shared_server(config: pytest.Config) -> ChromaServer:
+def shared_chroma(config: pytest.Config) -> ChromaServer:
     """One server for the whole test run (each test uses its own collections), stopped at its end."""
-    global _shared
-    if _shared is None:
-        directory = Path(tempfile.mkdtemp(prefix="omr-chroma-"))
-        server = ChromaServer(directory)
-        server.start()
-        _shared = server
-
-        def cleanup() -> None:
-            global _shared
-            server.stop()
-            shutil.rmtree(directory, ignore_errors=True)
-            _shared = None
-
-        config.add_cleanup(cleanup)
-    return _shared
+    return shared_server(config, "chroma", ChromaServer)

@@ -3,18 +3,13 @@ persistence (``RedisServer``) or keeping what it acknowledged across a kill (``P
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import redis
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.servers import free_port
 
 
 class RedisServer:
@@ -24,7 +19,7 @@ class RedisServer:
     persistence: tuple[str, ...] = ("--appendonly", "no")
 
     def __init__(self, directory: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.directory = directory
         self.process: subprocess.Popen[bytes] | None = None
 

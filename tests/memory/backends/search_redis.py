@@ -6,13 +6,12 @@ none with vector search (``redis-redisearch`` is RediSearch 1.2)."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 
 from tests.memory.backends.redis_server import RedisServer
+from tests.servers import shared_server
 
 
 def search_binaries() -> tuple[str, str] | None:
@@ -43,23 +42,6 @@ class SearchRedis(RedisServer):
         return [self.binary, *self.arguments(), "--loadmodule", self.module]
 
 
-_shared: SearchRedis | None = None
-
-
 def shared_search_server(config: pytest.Config) -> SearchRedis:
     """One search server for the whole run (each test uses its own prefix), stopped at its end."""
-    global _shared
-    if _shared is None:
-        directory = Path(tempfile.mkdtemp(prefix="omr-search-redis-"))
-        server = SearchRedis(directory)
-        server.start()
-        _shared = server
-
-        def cleanup() -> None:
-            global _shared
-            server.stop()
-            shutil.rmtree(directory, ignore_errors=True)
-            _shared = None
-
-        config.add_cleanup(cleanup)
-    return _shared
+    return shared_server(config, "search-redis", SearchRedis)

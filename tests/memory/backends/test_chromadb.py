@@ -24,7 +24,8 @@ from memory.backends.chromadb import ChromaBackend
 from memory.backends.inmemory import InMemoryBackend
 from memory.backends.manager import FallbackEvent, MemoryManager
 from memory.backends.registry import build_backend
-from tests.memory.backends.chroma_server import ChromaServer, delete_collection, free_port, shared_server
+from tests.memory.backends.chroma_server import ChromaServer, delete_collection, shared_chroma
+from tests.servers import free_port
 
 OWNER = uuid.uuid4()
 OTHER = uuid.uuid4()
@@ -65,7 +66,7 @@ class Raw:
 @pytest.fixture
 def shared(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     """The shared server's URL and a collection name of this test's own (deleted after it)."""
-    url = shared_server(request.config).url
+    url = shared_chroma(request.config).url
     collection = f"omr-test-{uuid.uuid4().hex}"
     yield url, collection
     delete_collection(url, collection)

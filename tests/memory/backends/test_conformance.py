@@ -20,7 +20,7 @@ from memory.backends.encrypted import EncryptedBackend
 from memory.backends.registry import build_backend
 from memory.models import ApiKey
 from memory.services import encryption
-from tests.memory.backends.chroma_server import delete_collection, shared_server
+from tests.memory.backends.chroma_server import delete_collection, shared_chroma
 from tests.memory.backends.conformance import Conformance, Subject
 from tests.memory.backends.fake_pinecone import FakePinecone
 from tests.memory.backends.lancedb_server import LanceServer
@@ -45,7 +45,7 @@ def _native(request: pytest.FixtureRequest) -> Iterator[Subject]:
 def _chromadb(request: pytest.FixtureRequest) -> Iterator[Subject]:
     # The server at CHROMA_URL (another Chroma version), else one `chroma run` server for the run;
     # each test has its own two collections, deleted after it.
-    url = CHROMA_URL or shared_server(request.config).url
+    url = CHROMA_URL or shared_chroma(request.config).url
     collection = f"omr-test-{uuid.uuid4().hex}"
     # Loopback needs the private-URL switch (the outbound URL policy).
     with override_settings(MEMORY_ALLOW_PRIVATE_URLS=True):

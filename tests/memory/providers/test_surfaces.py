@@ -44,7 +44,7 @@ from tests.gateway.conftest import (  # noqa: F401 - fixtures used by the suite
     upstream,
     upstream_server,
 )
-from tests.memory.backends.chroma_server import delete_collection, shared_server
+from tests.memory.backends.chroma_server import delete_collection, shared_chroma
 from tests.memory.backends.fake_pinecone import FakePinecone
 from tests.memory.backends.memory_service import MemoryService, running
 from tests.memory.providers.surface_conformance import SurfaceConformance, Target, make_target
@@ -93,7 +93,7 @@ def _redis(request: pytest.FixtureRequest, stack: ExitStack) -> dict[str, Any] |
 
 
 def _chromadb(request: pytest.FixtureRequest, stack: ExitStack) -> dict[str, Any] | None:
-    url = CHROMA_URL or shared_server(request.config).url
+    url = CHROMA_URL or shared_chroma(request.config).url
     collection = f"omr-surface-{uuid.uuid4().hex}"
     stack.callback(delete_collection, url, f"{collection}-vectors")
     stack.callback(delete_collection, url, collection)
