@@ -199,10 +199,10 @@ def _new_memory(item: MemoryInput, now: datetime, reading: cognitive.Reading) ->
 def _upsert(
     existing: Memory, item: MemoryInput, now: datetime, reading: cognitive.Reading
 ) -> tuple[Memory, bool]:
-    reading = _apply_upsert(existing, item, now, reading)
+    applied = _apply_upsert(existing, item, now, reading)
     existing.save()
-    if reading is not None:
-        cognitive.reconcile([(existing, reading)], edited=True)
+    if applied is not None:
+        cognitive.reconcile([(existing, applied)], edited=True)
     _after_write([existing])
     notify_change("updated", [existing])
     return existing, False

@@ -12,15 +12,16 @@ audited as this command's.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.exceptions import DomainError
+from memory.management.cli import for_each_owner, selected_owners
 from memory.models import ApiKey, ConsolidationRun
 from memory.services.audit import command_actor
 from memory.services.consolidation import ConsolidationPlan, consolidate, consolidation_undo
-from memory.services.summarization import summarizable_owners
 
 ACTOR = command_actor("consolidate_memories")
 
@@ -39,26 +40,22 @@ class Command(BaseCommand):
                 raise CommandError("--undo takes no --owner nor --dry-run")
             self._undo(undo)
             return
-        failures: list[str] = []
-        owners = self._owners(owner)
-        for key in owners:
-            label = f"{key.pk} ({key.name})"
-            try:
-                plan = consolidate(key, dry_run=dry_run, actor=ACTOR)
-            except Exception as exc:
-                failures.append(str(key.pk))
-                self.stderr.write(f"{label}: FAILED: {type(exc).__name__}: {exc}")
-                continue
-            self.stdout.write(f"{label}: {self._summary(plan)}")
-            if dry_run:
-                for group in plan.groups:
-                    self.stdout.write(f"  keep {group.survivor.uuid}: {group.survivor.content[:80]!r}")
-                    for memory, reason in zip(group.merged, group.reasons, strict=True):
-                        self.stdout.write(f"    merge {memory.uuid}: {memory.content[:80]!r} ({reason})")
-        if not owners:
-            self.stdout.write("No API keys: nothing to consolidate.")
-        if failures:
-            raise CommandError(f"consolidation failed for {len(failures)} API key(s): {', '.join(failures)}")
+        for_each_owner(
+            self,
+            selected_owners(owner, "--owner"),
+            lambda key: self._consolidate(key, dry_run),
+            verb="consolidate",
+            noun="consolidation",
+        )
+
+    def _consolidate(self, key: ApiKey, dry_run: bool) -> Iterator[str]:
+        plan = consolidate(key, dry_run=dry_run, actor=ACTOR)
+        yield self._summary(plan)
+        if dry_run:
+            for group in plan.groups:
+                yield f"  keep {group.survivor.uuid}: {group.survivor.content[:80]!r}"
+                for memory, reason in zip(group.merged, group.reasons, strict=True):
+                    yield f"    merge {memory.uuid}: {memory.content[:80]!r} ({reason})"
 
     @staticmethod
     def _summary(plan: ConsolidationPlan) -> str:
@@ -70,18 +67,6 @@ class Command(BaseCommand):
         if plan.run is None:
             return f"would merge {what} ({plan.resolvable} contradiction(s) settled) (dry run)"
         return f"merged {what}, {plan.resolvable} contradiction(s) settled; undo with --undo {plan.run.id}"
-
-    def _owners(self, owner: str | None) -> list[ApiKey]:
-        if owner is None:
-            return list(summarizable_owners())
-        try:
-            owner_id = uuid.UUID(owner)
-        except ValueError:
-            raise CommandError(f"--owner {owner!r} is not an API key id (a UUID)") from None
-        found = ApiKey.objects.filter(pk=owner_id).first()
-        if found is None:
-            raise CommandError(f"--owner {owner}: no such API key")
-        return [found]
 
     def _undo(self, run_id: str) -> None:
         try:

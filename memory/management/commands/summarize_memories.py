@@ -21,16 +21,16 @@ that key only.
 from __future__ import annotations
 
 import sys
-import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.bounds import MAX_POSITION, int_option
-from memory.dialect import error_message
+from memory.management.cli import for_each_owner, selected_owners
 from memory.models import ApiKey
 from memory.services.audit import command_actor
-from memory.services.summarization import summarizable_owners, summarize_older_than, summarize_to_budget
+from memory.services.summarization import summarize_older_than, summarize_to_budget
 
 # Who the audit log names for this command's deletions.
 ACTOR = command_actor("summarize_memories")
@@ -91,7 +91,7 @@ class Command(BaseCommand):
         budget_tokens: int | None,
         **options: Any,
     ) -> None:
-        owners = self._owners(api_key)
+        owners = selected_owners(api_key, "--api-key")
         age_given = older_than_days is not None or older_than_hours is not None
         run_older_than = budget_tokens is None or age_given
         if older_than_hours is not None:
@@ -100,33 +100,21 @@ class Command(BaseCommand):
             days, hours = (DEFAULT_DAYS if older_than_days is None else older_than_days), 0
         if run_older_than and days == hours == 0 and owners and not (dry_run or yes):
             self._confirm_everything(len(owners))
-        failures: list[str] = []
-        for owner in owners:
-            label = f"{owner.pk} ({owner.name})"
-            try:
-                if run_older_than:
-                    self.stdout.write(f"{label}: {self._older_than(owner, days, hours, dry_run)}")
-                if budget_tokens is not None:
-                    self.stdout.write(f"{label}: {self._budget(owner, budget_tokens, dry_run)}")
-            except Exception as exc:
-                failures.append(str(owner.pk))
-                self.stderr.write(f"{label}: FAILED: {type(exc).__name__}: {error_message(exc)}")
-        if not owners:
-            self.stdout.write("No API keys: nothing to summarise.")
-        if failures:
-            raise CommandError(f"summarisation failed for {len(failures)} API key(s): {', '.join(failures)}")
+        for_each_owner(
+            self,
+            owners,
+            lambda owner: self._summarize(owner, run_older_than, days, hours, budget_tokens, dry_run),
+            verb="summarise",
+            noun="summarisation",
+        )
 
-    def _owners(self, api_key: str | None) -> list[ApiKey]:
-        if api_key is None:
-            return list(summarizable_owners())
-        try:
-            owner_id = uuid.UUID(api_key)
-        except ValueError:
-            raise CommandError(f"--api-key {api_key!r} is not an API key id (a UUID)") from None
-        owner = ApiKey.objects.filter(pk=owner_id).first()
-        if owner is None:
-            raise CommandError(f"--api-key {api_key}: no such API key")
-        return [owner]
+    def _summarize(
+        self, owner: ApiKey, run_older_than: bool, days: int, hours: int, budget: int | None, dry_run: bool
+    ) -> Iterator[str]:
+        if run_older_than:
+            yield self._older_than(owner, days, hours, dry_run)
+        if budget is not None:
+            yield self._budget(owner, budget, dry_run)
 
     def _confirm_everything(self, owner_count: int) -> None:
         """Ask for a typed ``yes`` before an age of 0 summarises every memory; without a terminal to
