@@ -37,6 +37,7 @@ from memory.services.indexing import (
 )
 from memory.services.turns import link_turns, link_turns_above
 from memory.signals import memory_changed
+from omniroute.db.locking import writers_waiting
 
 logger = logging.getLogger("memory.services")
 
@@ -451,10 +452,14 @@ def fts_deferred() -> Iterator[tuple[CursorWrapper, int]]:
 # Merged items per transaction of a bulk import: the write lock is held for one chunk at a time (tens of
 # milliseconds), so single writes wait for at most one chunk, not for a 10,000-item import.
 BULK_CHUNK_ITEMS = 500
+# The chunk while other writers of this process wait for the lock: each of them waits for one chunk at most,
+# so a smaller one while they are there keeps their wait short (the import goes on at full size alone).
+BULK_CHUNK_ITEMS_CONTENDED = 100
 
 
 def memory_bulk_create(items: list[MemoryInput], *, chunk_size: int = BULK_CHUNK_ITEMS) -> dict:
-    """Create or upsert many memories, committed in chunks of ``chunk_size``.
+    """Create or upsert many memories, committed in chunks of ``chunk_size`` (of at most
+    ``BULK_CHUNK_ITEMS_CONTENDED`` while other writers wait for SQLite's lock).
 
     Same semantics as :func:`memory_create` applied in input order (items sharing ``(owner, key)`` are
     folded into one first); returns ``{"created": n, "updated": m, "ids": [uuid in input order]}``.
@@ -472,8 +477,11 @@ def memory_bulk_create(items: list[MemoryInput], *, chunk_size: int = BULK_CHUNK
     created = updated = 0
     reindex = False
     try:
-        for start in range(0, len(ordered), chunk_size):
-            part = ordered[start : start + chunk_size]
+        start = 0
+        while start < len(ordered):
+            size = min(chunk_size, BULK_CHUNK_ITEMS_CONTENDED) if writers_waiting() else chunk_size
+            part = ordered[start : start + size]
+            start += size
             # The analysis is pure: made before the transaction, it does not hold the write lock.
             readings = [_reading(item) for _slot, item in part]
             with transaction.atomic():

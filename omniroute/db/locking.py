@@ -108,6 +108,17 @@ def gate_for(name: str) -> WriteGate:
         return gate
 
 
+def writers_waiting(using: str = DEFAULT_DB_ALIAS) -> int:
+    """How many write transactions of this process wait for their turn at ``using``'s lock (0 on an
+    engine without one, such as PostgreSQL, whose writers do not wait for each other's whole transaction)."""
+    wrapper: Any = connections[using]
+    if wrapper.vendor != "sqlite":
+        return 0
+    with _gates_lock:
+        gate = _gates.get(str(wrapper.settings_dict["NAME"]))
+    return gate.waiting() if gate is not None else 0
+
+
 @contextmanager
 def write_deadline(seconds: float, using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
     """Write transactions begun in this block on this thread's connection wait at most ``seconds`` for

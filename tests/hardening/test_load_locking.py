@@ -17,15 +17,21 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client, override_settings
 from django.utils import timezone
 
 from memory.conf import update_memory_settings
 from memory.models import ApiKey, ManagementToken, Memory
 from memory.services.auth import LAST_USES, authenticate_api_key, flush_last_uses
-from memory.services.memories import MemoryInput, memory_bulk_create, memory_create
-from omniroute.db.locking import RETRY_AFTER_SECONDS, WriteGate
+from memory.services.memories import (
+    BULK_CHUNK_ITEMS,
+    BULK_CHUNK_ITEMS_CONTENDED,
+    MemoryInput,
+    memory_bulk_create,
+    memory_create,
+)
+from omniroute.db.locking import RETRY_AFTER_SECONDS, WriteGate, writers_waiting
 from omniroute.db.sqlite_module import select_sqlite_module
 from tests.dashboard.conftest import StudioClient
 
@@ -98,6 +104,52 @@ def test_a_single_write_is_served_between_the_chunks_of_a_bulk_import(no_embeddi
     assert first_rows_seen_while_importing, "no chunk of the import was committed before it ended"
     assert finished["write"] < finished["bulk"], "the single write waited for the whole import"
     assert Memory.objects.filter(owner=bulk_owner).count() == 3000
+
+
+def test_writers_waiting_counts_the_writers_queued_for_the_lock(no_embeddings):
+    """What a bulk import reads before each chunk: while writers wait, its chunks shrink to
+    ``BULK_CHUNK_ITEMS_CONTENDED``, so each of them waits for a small chunk only."""
+    owner, _ = ApiKey.issue(name="writer")
+    holding, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                memory_create(MemoryInput(owner=owner, content="the holder's write"))
+                holding.set()
+                release.wait(10)
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def write() -> None:
+        try:
+            memory_create(MemoryInput(owner=owner, content="a queued write"))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert holding.wait(10)
+    assert writers_waiting() == 0  # the holder holds the turn; nobody waits yet
+    queued = threading.Thread(target=write)
+    queued.start()
+    deadline = time.monotonic() + 5
+    while writers_waiting() != 1 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    seen = writers_waiting()
+    release.set()
+    holder.join(10)
+    queued.join(10)
+    assert seen == 1
+    assert writers_waiting() == 0
+    assert not errors
+    assert Memory.objects.filter(owner=owner).count() == 2
+    assert BULK_CHUNK_ITEMS_CONTENDED < BULK_CHUNK_ITEMS
 
 
 def test_a_chunk_is_all_or_nothing_and_a_failed_bulk_keeps_the_chunks_before_it(no_embeddings):
