@@ -21,7 +21,7 @@ from memory.embeddings.remote import RemoteSource
 from memory.embeddings.runtime import cache_stats, local_model_built, readable_provider_key, static_built
 from memory.models import VectorMeta
 from memory.retrieval.rerank import rerank_available
-from memory.services.indexing import VectorContext, index_signature, reindex_needed, vector_context
+from memory.services.indexing import VectorContext, index_signature, vector_context
 from memory.services.integrity import VEC_TABLE, index_counts
 from memory.services.qdrant import qdrant_status
 from memory.tasks.handoff import queue_status
@@ -82,10 +82,11 @@ def engine_status(*, owner_ids: Collection[uuid.UUID] | None = None) -> dict:
     index = index_signature(ctx)
     counts = index_counts() if owner_ids is None else owner_index_counts(owner_ids)
     memories = int(counts["memories"] or 0)
-    if owner_ids is None:
-        pending = reindex_needed(ctx, index)
-    else:
-        pending = memories if index.stale else int(counts["pending"] or 0)
+    # The pending count read with the others, before the vectors: a count read after them could miss
+    # vectors committed in between (the flag and the vector commit together), and a status saying
+    # nothing is pending would show fewer vectors than memories (PostgreSQL reads each statement's
+    # own snapshot).
+    pending = memories if index.stale else int(counts["pending"] or 0)
     embedding = {
         "source": ctx.resolution.source,
         "model": ctx.resolution.model,

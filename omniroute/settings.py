@@ -201,6 +201,9 @@ MEMORY_EMBEDDING_SOURCE = envchoice(
     "MEMORY_EMBEDDING_SOURCE", "auto", ("remote", "static", "transformers", "auto")
 )
 MEMORY_VECTOR_STORE = envchoice("MEMORY_VECTOR_STORE", "auto", ("sqlite-vec", "qdrant", "auto"))
+# On PostgreSQL: "auto" uses pgvector (memory/vectorstores/pgvector.py) when the extension is installed
+# or can be created, else the plain column; "pg-column" forces the plain column (docs/deployment.md "pgvector").
+MEMORY_PG_VECTOR_STORE = envchoice("MEMORY_PG_VECTOR_STORE", "auto", ("auto", "pg-column"))
 MEMORY_VEC_QUANTIZATION = envchoice("MEMORY_VEC_QUANTIZATION", "none", ("none", "int8"))
 MEMORY_VEC_CACHE_MB = envint("MEMORY_VEC_CACHE_MB", 1024, minimum=0)
 MEMORY_EMBED_THREADS = envint("MEMORY_EMBED_THREADS", os.cpu_count() or 1, minimum=1)

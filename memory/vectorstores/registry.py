@@ -17,6 +17,7 @@ from memory.dialect import is_postgres
 from memory.qdrant_conf import get_qdrant_settings
 from memory.vectorstores.base import VectorStore
 from memory.vectorstores.pg_column import PgColumnStore
+from memory.vectorstores.pgvector import PgVectorStore, pgvector_status
 from memory.vectorstores.sqlite_vec import SqliteVecStore
 from omniroute.db.base import EXTENSION_STATUS
 
@@ -24,7 +25,7 @@ from omniroute.db.base import EXTENSION_STATUS
 @dataclass(frozen=True)
 class StoreChoice:
     store: VectorStore | None
-    name: str  # "sqlite-vec" | "pg-column" | "qdrant" | "none"
+    name: str  # "sqlite-vec" | "pg-column" | "pgvector" | "qdrant" | "none"
     reason: str
     # The store that was selected but is not usable now, and why (the fallback's own reason aside).
     passed_over: str | None = None
@@ -46,10 +47,20 @@ def sqlite_vec_choice() -> StoreChoice:
 
 
 def pg_column_choice() -> StoreChoice:
-    """PostgreSQL's store: always there (a plain column, migration 0016), unless vectors are off."""
+    """PostgreSQL's store: pgvector when the extension can be used (``MEMORY_PG_VECTOR_STORE=auto``),
+    else the plain column (migration 0016), always there, unless vectors are off."""
     if django_settings.VECTOR_STORE_DISABLE_VEC:
         return StoreChoice(None, "none", "database vectors disabled (VECTOR_STORE_DISABLE_VEC)")
-    return StoreChoice(PgColumnStore(), PgColumnStore.name, "PostgreSQL vector column active")
+    if django_settings.MEMORY_PG_VECTOR_STORE == "pg-column":
+        return StoreChoice(
+            PgColumnStore(),
+            PgColumnStore.name,
+            "PostgreSQL vector column active (MEMORY_PG_VECTOR_STORE=pg-column)",
+        )
+    usable, why = pgvector_status()
+    if usable:
+        return StoreChoice(PgVectorStore(), PgVectorStore.name, f"{why} active (HNSW, a partition per owner)")
+    return StoreChoice(PgColumnStore(), PgColumnStore.name, f"PostgreSQL vector column active ({why})")
 
 
 def database_choice() -> StoreChoice:

@@ -40,7 +40,7 @@ def free_port() -> int:
 class Instance:
     """A data directory, the environment of its processes, and a management token."""
 
-    def __init__(self, data_dir: Path, redis_port: int) -> None:
+    def __init__(self, data_dir: Path, redis_port: int, database_url: str | None = None) -> None:
         self.data_dir = data_dir
         self.redis_port = redis_port
         self.env = {
@@ -54,8 +54,10 @@ class Instance:
             "HUEY_IMMEDIATE": "false",
             "OMNIROUTE_LOG_LEVEL": "WARNING",
         }
-        for name in ("OMNIROUTE_TEST_DB_PATH", "OMNIROUTE_TOKEN"):
+        for name in ("OMNIROUTE_TEST_DB_PATH", "OMNIROUTE_TOKEN", "DATABASE_URL"):
             self.env.pop(name, None)
+        if database_url:
+            self.env["DATABASE_URL"] = database_url
 
     def manage(self, *args: str) -> str:
         result = subprocess.run(
@@ -163,11 +165,43 @@ def wait_until_indexed(client: httpx.Client, headers: dict, *, seconds: float = 
         time.sleep(0.3)
 
 
+@contextmanager
+def database_of_its_own() -> Iterator[str | None]:
+    """On PostgreSQL, a database made for this instance and dropped after it (the counts checked
+    below are the whole database's); on SQLite, None: the instance's own file."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        yield None
+        return
+    import psycopg
+
+    params = connection.settings_dict
+    name = f"{params['NAME']}_queue_down"
+    server = psycopg.connect(
+        dbname="postgres",
+        user=params["USER"],
+        password=params["PASSWORD"] or None,
+        host=params["HOST"] or None,
+        port=params["PORT"] or None,
+        autocommit=True,
+    )
+    server.execute(f'DROP DATABASE IF EXISTS "{name}"')
+    server.execute(f'CREATE DATABASE "{name}"')
+    try:
+        auth = params["USER"] + (f":{params['PASSWORD']}" if params["PASSWORD"] else "")
+        yield f"postgres://{auth}@{params['HOST'] or '127.0.0.1'}:{params['PORT'] or 5432}/{name}"
+    finally:
+        server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        server.close()
+
+
 @pytest.fixture
-def instance(tmp_path) -> Instance:
-    result = Instance(tmp_path, free_port())
-    result.manage("migrate", "--noinput")
-    return result
+def instance(tmp_path) -> Iterator[Instance]:
+    with database_of_its_own() as database_url:
+        result = Instance(tmp_path, free_port(), database_url)
+        result.manage("migrate", "--noinput")
+        yield result
 
 
 @pytest.fixture

@@ -12,6 +12,8 @@ Measured on this corpus: all 16 lists equal, every rank equal to FTS5's to 3 dec
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.utils import timezone
@@ -96,7 +98,7 @@ def test_the_filters_and_the_shape_are_the_contracts(alice, bob):
     now = timezone.now()
     kept = make_memory(alice, content="the blue bicycle is in the garage", session_id="s1")
     make_memory(alice, content="the blue bicycle was sold", session_id="s2")
-    make_memory(alice, content="a blue bicycle that expired", expires_at=now - timezone.timedelta(days=1))
+    make_memory(alice, content="a blue bicycle that expired", expires_at=now - timedelta(days=1))
     make_memory(bob, content="bob's blue bicycle")
     hits = fts_search(query="blue bicycle", owner_ids=[alice.pk.hex], limit=10, now=now, session_id="s1")
     assert [hit.seq for hit in hits] == [kept.seq]
@@ -125,3 +127,41 @@ def test_no_question_can_break_the_search(alice, text):
     hits = fts_search(query=text, owner_ids=[alice.pk.hex], limit=5, now=timezone.now())
     theirs = set(alice.memories.values_list("seq", flat=True))
     assert all(hit.seq in theirs and hit.rank < 0 for hit in hits)
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's postings (migration 0017)")
+def test_the_postings_follow_every_write_and_a_drift_is_reported(alice, bob):
+    """Inserts, edits, moves between owners and deletes keep ``memory_fts_terms`` the documents'
+    lexemes; a search reads only them, so a lost posting is a lost match, and ``integrity`` says so."""
+    from memory.models import Memory
+    from memory.retrieval.fts import postgres
+
+    def postings(seq: int) -> set[tuple[str, str, float]]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT lexeme, owner_id::text, tf FROM memory_fts_terms WHERE seq = %s", [seq])
+            return {(lexeme, owner.replace("-", ""), tf) for lexeme, owner, tf in cursor.fetchall()}
+
+    now = timezone.now()
+    memory = make_memory(alice, content="the harbour lighthouse", key="place:harbour")
+    assert postings(memory.seq) == {
+        ("the", alice.pk.hex, 1.0),
+        ("harbour", alice.pk.hex, 1.5),  # content 1.0 + key 0.5
+        ("lighthous", alice.pk.hex, 1.0),
+        ("place", alice.pk.hex, 0.5),
+    }
+    Memory.objects.filter(seq=memory.seq).update(content="a windmill", owner=bob)
+    assert {lexeme for lexeme, _, _ in postings(memory.seq)} == {"a", "windmil", "place", "harbour"}
+    assert {owner for _, owner, _ in postings(memory.seq)} == {bob.pk.hex}
+    assert fts_search(query="lighthouse", owner_ids=[alice.pk.hex], limit=5, now=now) == []
+    assert [h.seq for h in fts_search(query="windmill", owner_ids=[bob.pk.hex], limit=5, now=now)] == [
+        memory.seq
+    ]
+    assert postgres.integrity() == "ok"
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM memory_fts_terms WHERE seq = %s AND lexeme = 'windmil'", [memory.seq])
+    assert postgres.integrity() == "1 documents do not match their postings"
+    postgres.rebuild()
+    assert postgres.integrity() == "ok"
+    Memory.objects.filter(seq=memory.seq).delete()
+    assert postings(memory.seq) == set()
+    assert postgres.integrity() == "ok"

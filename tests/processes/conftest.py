@@ -24,8 +24,9 @@ import pytest
 import redis
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
-# The Redis database these tests own: emptied before and after each test that uses it.
-REDIS_TEST_URL = "redis://127.0.0.1:6379/15"
+# The Redis database these tests own: emptied before and after each test that uses it (db 15 unless
+# OMNIROUTE_TEST_REDIS_URL names another, for runs that share the Redis server).
+REDIS_TEST_URL = os.environ.get("OMNIROUTE_TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
 
 
 def free_port() -> int:
@@ -178,7 +179,7 @@ def instance(tmp_path, migrated_template) -> Iterator[Instance]:
 
 @pytest.fixture
 def redis_db() -> Iterator[redis.Redis]:
-    """Redis db 15, emptied before and after the test (skipped when no Redis answers)."""
+    """Redis db 15 (``REDIS_TEST_URL``), emptied before and after the test (skipped when no Redis answers)."""
     client = redis.Redis.from_url(REDIS_TEST_URL, socket_timeout=2, socket_connect_timeout=2)
     try:
         client.ping()
@@ -192,7 +193,7 @@ def redis_db() -> Iterator[redis.Redis]:
 
 @pytest.fixture
 def redis_instance(tmp_path, migrated_template, redis_db) -> Iterator[Instance]:
-    """A fresh instance whose queue, channel layer and cache are Redis db 15."""
+    """A fresh instance whose queue, channel layer and cache are Redis db 15 (``REDIS_TEST_URL``)."""
     made = make_instance(tmp_path / "instance", migrated_template, REDIS_URL=REDIS_TEST_URL)
     yield made
     made.close()
