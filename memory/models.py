@@ -582,7 +582,7 @@ class Contradiction(models.Model):
     """A new memory that conflicts with one of its owner's current memories, found on write.
 
     ``verdict`` is the check's (``supersedes``, ``contradicts``, ``ambiguous``), ``subject`` the slot
-    they share and ``reason`` one sentence for the reviewer. A ``supersedes`` verdict is applied at
+    they share, ``reason`` one sentence for the reviewer and ``confidence`` the rules' score (0..1). A ``supersedes`` verdict is applied at
     once (the old memory gets ``valid_to`` and ``superseded_by``) and recorded ``resolved``/``auto``;
     the others are ``open`` until someone resolves them (``keep_old``, ``keep_new``, ``keep_both``,
     ``merge``). Both memories stay while it is open. Contract: ``old`` and ``new`` belong to ``owner``.
@@ -596,6 +596,9 @@ class Contradiction(models.Model):
     verdict = models.CharField(max_length=16)
     subject = models.CharField(max_length=200, blank=True, default="")
     reason = models.TextField(blank=True, default="")
+    # The rules' confidence (0..1) that the two conflict (memory.cognitive.contradiction.CONFIDENCE);
+    # null for a contradiction recorded before it was computed (migration 0018).
+    confidence = models.FloatField(null=True, blank=True)
     status = models.CharField(
         max_length=8, choices=ContradictionStatus.choices, default=ContradictionStatus.OPEN
     )

@@ -1,7 +1,7 @@
 """The Contradictions page: the conflicts found on write, for review, and consolidation.
 
 ``/dashboard/contradictions`` lists the contradictions of the selected key (all keys by default),
-open ones first by default, each with both memories, the verdict and its reason, and the buttons
+open ones first by default, each with both memories, the verdict, its confidence and its reason, and the buttons
 keep old / keep new / keep both / merge, which call ``memory.services.contradictions``'s resolve (the
 same as ``POST /api/memory/contradictions/<id>/resolve``). Below, consolidation
 (``memory.services.consolidation``, as ``POST /api/memory/consolidate``): a dry run previews the groups

@@ -633,6 +633,13 @@ class ContradictionSerializer(serializers.Serializer):
         allow_blank=True, help_text="The slot both state: residence, preference:cat…"
     )
     reason = serializers.CharField(allow_blank=True, help_text="One sentence for the reviewer.")
+    confidence = serializers.FloatField(
+        allow_null=True,
+        min_value=0.0,
+        max_value=1.0,
+        help_text="The rules' confidence (0..1) that the two conflict (docs/cognitive.md); null for one "
+        "recorded before it was scored.",
+    )
     status = serializers.ChoiceField(choices=["open", "resolved"])
     resolution = serializers.ChoiceField(
         choices=["keep_old", "keep_new", "keep_both", "merge", "auto", "consolidated"],

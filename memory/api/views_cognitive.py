@@ -4,6 +4,9 @@ theirs); resolving needs the write scope and is audited (``memory.services.contr
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.request import Request
@@ -22,10 +25,26 @@ from memory.services.contradictions import (
 )
 
 
+class ConfidenceField(serializers.FloatField):
+    """A confidence in 0..1; NaN (which every comparison lets through) is refused too."""
+
+    def to_internal_value(self, data: Any) -> float:
+        value = super().to_internal_value(data)
+        if not math.isfinite(value):
+            raise serializers.ValidationError("Must be a number between 0 and 1.")
+        return value
+
+
 class ContradictionQuerySerializer(serializers.Serializer):
     apiKeyId = ApiKeyIdField()
     status = serializers.ChoiceField(
         choices=["open", "resolved"], required=False, help_text="Only open (to review) or resolved ones."
+    )
+    minConfidence = ConfidenceField(
+        required=False,
+        min_value=0.0,
+        max_value=1.0,
+        help_text="Only contradictions the rules scored at least this confident (0..1).",
     )
     limit = BoundedIntegerField(required=False, min_value=1, max_value=500, default=50)
     offset = BoundedIntegerField(required=False, min_value=0, default=0)
@@ -55,6 +74,7 @@ class ContradictionListView(MemoryAPIView):
             self.principal,
             api_key_id=params.get("apiKeyId") or None,
             status=params.get("status") or None,
+            min_confidence=params.get("minConfidence"),
             limit=params["limit"],
             offset=params["offset"],
         )

@@ -32,7 +32,7 @@ from functools import lru_cache
 from memory.cognitive.rules import RULES, Mode
 from memory.extraction import Fact, extract_facts
 
-__all__ = ["Claim", "Mode", "hedged", "read_claims", "tokens", "tool_kind", "words"]
+__all__ = ["Claim", "Mode", "fold", "hedged", "read_claims", "tokens", "tool_kind", "words"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +67,9 @@ def _fold(text: str) -> str:
     """Lower-case without accents: "São Paulo" and "Sao Paulo", "vélo" and "velo" compare equal."""
     decomposed = unicodedata.normalize("NFKD", text.lower())
     return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+fold = _fold
 
 
 def _stem(word: str) -> str:
@@ -147,7 +150,14 @@ _PLAN = re.compile(
 )
 _CHANGE = re.compile(
     r"\b(?:now|anymore|any\s+more|no\s+longer|these\s+days|nowadays|switched|switching|again|new|"
-    r"changed|moved|maintenant|désormais|agora|mudei|plus)\b"
+    r"changed|moved|went\s+back|back\s+to|maintenant|désormais|desormais|agora|mudei|plus)\b"
+)
+# What makes a clause no statement of the user's for the change rules: a question (its sentence ends
+# with "?"), or a hypothetical or reported-speech marker before the match in its sentence ("what if I
+# moved", "my friend asked if I'd move", "should I quit", "ela disse que", "il m'a demandé si").
+_UNSAID = re.compile(
+    r"\b(?:what\s+if|asked|asks|wonder(?:s|ed|ing)?|said|says|told|imagine|suppose|pretend|"
+    r"hypothetically|should\s+i|would\s+i|se\s+eu|si\s+j|disse|dit\s+que|demande)\b"
 )
 _HEDGE_DROP = re.compile(
     r"\b(?:i['’]m\s+|i\s+am\s+|we['’]re\s+)?(?:might|maybe|perhaps|probably|thinking\s+(?:about|of)|"
@@ -224,6 +234,8 @@ def _read(content: str, key: str | None) -> list[Claim]:
     claims: list[Claim] = []
     for rule in RULES:
         for match in rule.pattern.finditer(folded):
+            if _unsaid(folded, match.start()):
+                continue
             groups = match.groupdict()
             value = _value(groups.get("v") or "")
             slot = rule.slot.format(v=value, k=_value(groups.get("k") or ""))
@@ -239,7 +251,7 @@ def _read(content: str, key: str | None) -> list[Claim]:
                 # "moved to X" is read by the extraction rules; this rule is for "move/relocating to X".
                 if not re.search(
                     r"\b(?:move|moving|relocat\w*|mudar|d[ée]m[ée]nager)\b", match.group()
-                ) or re.search(r"\bmoved\b", match.group()):
+                ) or re.search(r"\b(?:moved|relocated|d[ée]m[ée]nag[ée]e?s?|mudei|mudamos)\b", match.group()):
                     continue
                 mode = "hedged" if is_hedged else "plan"
             claims.append(Claim(slot, value, rule.positive, mode, change, groups.get("v") or ""))
@@ -252,6 +264,17 @@ def _read(content: str, key: str | None) -> list[Claim]:
             _with_mode(c, "hedged" if is_hedged else "plan") if c.mode == "state" else c for c in claims
         ]
     return _deduplicated(claims)
+
+
+def _unsaid(folded: str, position: int) -> bool:
+    """Is the match at ``position`` in a question, or after a hypothetical or reporting marker in its
+    sentence (:data:`_UNSAID`)? Then the change rules read nothing there."""
+    start = max(folded.rfind(t, 0, position) for t in ".!?\n") + 1
+    ends = [i for i in (folded.find(t, position) for t in ".!\n?") if i != -1]
+    end = min(ends) if ends else len(folded)
+    if end < len(folded) and folded[end] == "?":
+        return True
+    return _UNSAID.search(folded, start, position) is not None
 
 
 def _dehedged(text: str) -> str:

@@ -23,20 +23,28 @@ polarity, mode). Then, claim against claim:
   facts ("my sister lives in Glasgow"), questions, hypotheticals and reported speech (no claim).
 
 A conflict outranks an ambiguity, which outranks compatibility, whatever the order of the claims.
+
+Each verdict carries a ``confidence`` (0..1) that the two statements really conflict, from the
+evidence the verdict rests on (:data:`CONFIDENCE`, a table in docs/cognitive.md): a conflict in a
+slot with an explicit change cue in the new statement ("moved to", "now", "no longer", "maintenant",
+"agora") or an ending is surest; the same slot with no cue less so; two equal keys with no text read
+less again; an ambiguity lower than any conflict; ``compatible`` is 0.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
-from memory.cognitive.claims import Claim, hedged, read_claims, tool_kind, words
+from memory.cognitive.claims import Claim, fold, hedged, read_claims, tool_kind, words
 
-__all__ = ["SINGLE_VALUED", "Statement", "Verdict", "VerdictKind", "check"]
+__all__ = ["CONFIDENCE", "SINGLE_VALUED", "Basis", "Statement", "Verdict", "VerdictKind", "check"]
 
 VerdictKind = Literal["supersedes", "contradicts", "compatible", "ambiguous"]
+# What a verdict rests on, which sets its confidence (CONFIDENCE).
+Basis = Literal["slot", "key", "hedged", "unmarked", "loose", "diet", "none"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +66,34 @@ class Verdict:
     kind: VerdictKind
     subject: str
     reason: str
+    # What the verdict rests on (Basis) and whether the new statement says the value changed; check()
+    # sets ``confidence`` from both (CONFIDENCE).
+    basis: Basis = "none"
+    cue: bool = False
+    confidence: float = 0.0
+
+
+# The confidence that the two statements conflict, by what the verdict rests on (docs/cognitive.md).
+# A conflict with an explicit change cue ("moved to", "now", "no longer") or an ending is surest; the
+# cue adds CUE_BONUS to a conflict, never to an ambiguity. Every conflict scores above every ambiguity.
+CONFIDENCE: dict[Basis, float] = {
+    "slot": 0.70,  # a new value, or the opposite polarity, of one slot, read from both texts
+    "key": 0.50,  # neither text read; the same key with another content
+    "hedged": 0.40,  # a hedged or planned change of the old statement's slot
+    "unmarked": 0.30,  # another tool of an exclusive kind, or another preferred thing, with no change marker
+    "loose": 0.25,  # a hedged statement that only mentions the old claim's thing or a cue word of its slot
+    "diet": 0.25,  # food the old diet excludes
+    "none": 0.0,  # compatible
+}
+CUE_BONUS = 0.20
+# An explicit change cue in the new statement, on the folded text (EN/FR/PT).
+_CHANGE_CUE = re.compile(
+    r"\b(?:now|no\s+longer|anymore|any\s+more|these\s+days|nowadays|switched|switching|changed|moved|"
+    r"relocated|started|joined|hired|turned|quit|stopped|gave\s+up|ditched|finally|just|since|actually|"
+    r"got\s+(?:a\s+(?:new\s+)?job|married|engaged|divorced)|back\s+(?:in|to|at)|"
+    r"maintenant|desormais|depuis|demenage|emmenage|commence|change|n(?:e\s+|['’])\w+\s+plus|"
+    r"agora|mudei|comecei|desde|nao\s+\w+\s+mais|ja\s+nao)\b"
+)
 
 
 # Slots that hold one value at a time: a new value replaces the old one.
@@ -95,6 +131,22 @@ def check(old: Statement, new: Statement) -> Verdict:
     old_claims = [c for c in read_claims(old.content, old.key) if c.mode in ("state", "past")]
     new_claims = read_claims(new.content, new.key)
     later = new.created_at > old.created_at
+    return _scored(_verdict(old, new, old_claims, new_claims, later), new)
+
+
+def _scored(verdict: Verdict, new: Statement) -> Verdict:
+    """``verdict`` with its confidence (:data:`CONFIDENCE`): a conflict gains :data:`CUE_BONUS` when the
+    new statement says the value changed (an ending, or a change cue anywhere in its text)."""
+    cue = verdict.cue or bool(_CHANGE_CUE.search(fold(new.content)))
+    score = CONFIDENCE[verdict.basis]
+    if verdict.kind in ("supersedes", "contradicts") and cue:
+        score += CUE_BONUS
+    return replace(verdict, cue=cue, confidence=round(min(1.0, max(0.0, score)), 2))
+
+
+def _verdict(
+    old: Statement, new: Statement, old_claims: list[Claim], new_claims: list[Claim], later: bool
+) -> Verdict:
     ambiguity: Verdict | None = None
     for before in old_claims:
         for after in new_claims:
@@ -139,12 +191,23 @@ def _conflict(before: Claim, after: Claim, subject: str, reason: str, later: boo
         or _family(before.slot) in _IMMUTABLE_FAMILIES
         or "past" in (before.mode, after.mode)
     )
+    cue = after.change or not after.positive
     if immutable:
-        return Verdict("contradicts", subject, f"{reason}; the past does not change, so one of them is wrong")
+        return Verdict(
+            "contradicts",
+            subject,
+            f"{reason}; the past does not change, so one of them is wrong",
+            "slot",
+            cue,
+        )
     if later:
-        return Verdict("supersedes", subject, f"{reason}; the new statement is the later one")
+        return Verdict("supersedes", subject, f"{reason}; the new statement is the later one", "slot", cue)
     return Verdict(
-        "contradicts", subject, f"{reason}; the new statement is not later, so time does not settle it"
+        "contradicts",
+        subject,
+        f"{reason}; the new statement is not later, so time does not settle it",
+        "slot",
+        cue,
     )
 
 
@@ -158,7 +221,12 @@ def _compare(before: Claim, after: Claim, later: bool) -> Verdict | None:
             if _same_thing(before.value, after.value):
                 return Verdict("compatible", kind, f"the same {kind}: {after.text!r}")
             if unsure or not after.change:
-                return Verdict("ambiguous", kind, f"another {kind}: {after.text!r} beside {before.text!r}")
+                return Verdict(
+                    "ambiguous",
+                    kind,
+                    f"another {kind}: {after.text!r} beside {before.text!r}",
+                    "hedged" if unsure else "unmarked",
+                )
             return _conflict(
                 before, after, kind, f"a new {kind}: {after.text!r} after {before.text!r}", later
             )
@@ -170,7 +238,10 @@ def _compare(before: Claim, after: Claim, later: bool) -> Verdict | None:
         subject = before.slot
         if unsure:
             return Verdict(
-                "ambiguous", subject, f"a possible change of {subject} ({after.mode}): {after.text!r}"
+                "ambiguous",
+                subject,
+                f"a possible change of {subject} ({after.mode}): {after.text!r}",
+                "hedged",
             )
         if before.positive and after.positive:
             if _same_thing(before.value, after.value):
@@ -197,7 +268,10 @@ def _compare(before: Claim, after: Claim, later: bool) -> Verdict | None:
             return None
         if unsure or not after.change:
             return Verdict(
-                "ambiguous", "prefer", f"another preferred thing: {after.text!r} after {before.text!r}"
+                "ambiguous",
+                "prefer",
+                f"another preferred thing: {after.text!r} after {before.text!r}",
+                "hedged" if unsure else "unmarked",
             )
         return _conflict(before, after, "prefer", f"prefers {after.text!r} now, not {before.text!r}", later)
     if family not in _POLAR_FAMILIES:
@@ -205,7 +279,9 @@ def _compare(before: Claim, after: Claim, later: bool) -> Verdict | None:
     if before.slot == after.slot or _same_thing(before.value, after.value):
         subject = f"{family}:{before.value}" if before.value else before.slot
         if unsure:
-            return Verdict("ambiguous", subject, f"a softened or uncertain statement about {before.text!r}")
+            return Verdict(
+                "ambiguous", subject, f"a softened or uncertain statement about {before.text!r}", "hedged"
+            )
         if before.positive != after.positive:
             return _conflict(
                 before, after, subject, f"the opposite of {before.text!r}: {after.text!r}", later
@@ -225,12 +301,17 @@ def _loose_ambiguity(old: Statement, new: Statement, old_claims: list[Claim]) ->
                 claim.value and set(claim.value.split()) <= mentioned
             ):
                 return Verdict(
-                    "ambiguous", claim.slot, f"a hedged statement about {claim.text!r}: {new.content!r}"
+                    "ambiguous",
+                    claim.slot,
+                    f"a hedged statement about {claim.text!r}: {new.content!r}",
+                    "loose",
                 )
     for claim in old_claims:
         if claim.slot == "diet" and claim.positive and claim.value in _MEATLESS and _MEAT.search(text):
             if not re.search(r"\b(?:no|not|never|without|don['’]?t)\b", text):
-                return Verdict("ambiguous", "diet", f"food a {claim.value} diet excludes: {new.content!r}")
+                return Verdict(
+                    "ambiguous", "diet", f"food a {claim.value} diet excludes: {new.content!r}", "diet"
+                )
     return None
 
 
@@ -239,5 +320,9 @@ def _same_key(old: Statement, new: Statement, later: bool) -> Verdict:
     if old.key != new.key or old.content.strip().lower() == new.content.strip().lower():
         return Verdict("compatible", old.key or "", "different keys, or the same content")
     if later:
-        return Verdict("supersedes", old.key or "", "a new content for the same key; the new one is later")
-    return Verdict("contradicts", old.key or "", "a new content for the same key; the new one is not later")
+        return Verdict(
+            "supersedes", old.key or "", "a new content for the same key; the new one is later", "key"
+        )
+    return Verdict(
+        "contradicts", old.key or "", "a new content for the same key; the new one is not later", "key"
+    )

@@ -40,7 +40,16 @@ def _r(source: str, slot: str, *, positive: bool = True, mode: Mode = "state") -
 
 _ME = r"(?:^|(?<=[,;.!?:])\s*|\b(?:i|we|and|now|so)\s+)"  # a first-person or telegraphic clause opening
 _PLACE = r"(?P<v>[a-z][a-z' -]{1,40}?)"
-_END = r"(?=\s*(?:$|[,.;!?]|\s(?:now|with|for|in\s+(?:19|20)\d\d|last|since|after|because|and|but|em|en)\b))"
+# When a statement is dated, in three languages: where a value ends ("left Siemens in June").
+_WHEN = (
+    r"(?:in|on|en|em|au|no|na)\s+(?:(?:19|20)\d\d|january|february|march|april|may|june|july|august|"
+    r"september|october|november|december|janvier|fevrier|mars|avril|mai|juin|juillet|aout|septembre|"
+    r"octobre|novembre|decembre|janeiro|fevereiro|marco|abril|maio|junho|julho|agosto|setembro|outubro|"
+    r"novembro|dezembro|the\s+spring|the\s+summer|the\s+autumn|the\s+fall|the\s+winter|monday|tuesday|"
+    r"wednesday|thursday|friday|saturday|sunday)|yesterday|today|recently|earlier|ago|this|hier|"
+    r"ontem|hoje|depuis|desde"
+)
+_END = rf"(?=\s*(?:$|[,.;!?]|\s(?:now|with|for|{_WHEN}|last|since|after|because|and|but|em|en)\b))"
 _NAME = r"(?P<v>[a-z][a-z'-]+(?:\s[a-z][a-z'-]+)?)"
 _AGE = r"(?P<v>\d{1,3})"
 
@@ -58,6 +67,12 @@ RULES: tuple[ChangeRule, ...] = (
         rf"\b(?:move|moving|relocat\w*|mudar|me\s+mudar|d[ée]m[ée]nager)\s+(?:back\s+)?(?:to|para|à|a)\s+{_PLACE}{_END}",
         "residence",
         mode="plan",
+    ),
+    # a move that happened: "relocated to", "moved again, to", "on a déménagé à", "mudei-me para"
+    _r(
+        rf"\b(?:relocated|moved\s+(?:again|back|house|home)\s*,?|d[ée]m[ée]nag[ée]e?s?|emm[ée]nag[ée]e?s?|"
+        rf"mudei(?:-me)?|me\s+mudei|mudamos|nos\s+mudamos)\s+(?:back\s+)?(?:to|para|pra|à|a|en|au)\s+{_PLACE}{_END}",
+        "residence",
     ),
     _r(rf"\bn['’]habite\s+plus\s+(?:à|a|en)\s+{_PLACE}{_END}", "residence", positive=False),
     _r(rf"\bn[ãa]o\s+moro\s+mais\s+(?:em|no|na)\s+{_PLACE}{_END}", "residence", positive=False),
@@ -79,7 +94,17 @@ RULES: tuple[ChangeRule, ...] = (
     _r(rf"\bgot\s+(?:a\s+job|hired)\s+(?:at|with|by)\s+(?:the\s+)?{_NAME}{_END}", "employer"),
     _r(rf"\b(?:signed|joined)\s+(?:[a-z-]+\s+){{0,3}}?(?:with|at)\s+{_NAME}{_END}", "employer"),
     _r(rf"\bcomecei\s+a\s+trabalhar\s+(?:no|na|em)\s+{_NAME}{_END}", "employer"),
-    _r(rf"\boffer\s+from\s+{_NAME}{_END}", "employer", mode="hedged"),
+    _r(
+        rf"\b(?:i['’]m|i\s+am|we['’]re)\s+(?:now\s+)?employed\s+(?:at|by)\s+(?:the\s+)?{_NAME}{_END}",
+        "employer",
+    ),
+    # the job now, with the change word between the verb and the employer (FR/PT)
+    _r(
+        rf"\b(?:travaille|bosse)\s+(?:maintenant|desormais|actuellement|depuis\s+peu)\s+(?:chez|pour)\s+{_NAME}{_END}",
+        "employer",
+    ),
+    _r(rf"\btrabalho\s+agora\s+(?:no|na|em|para)\s+{_NAME}{_END}", "employer"),
+    _r(rf"\boffer\s+(?:from|at|with)\s+{_NAME}{_END}", "employer", mode="hedged"),
     _r(
         rf"\b(?:quit|left|leaving|quitting)\s+(?:my\s+job\s+(?:at|with)\s+)?(?:the\s+)?(?!my\s+job\b|smoking|coffee|the\s+gym)(?P<v>[a-z][a-z-]+){_END}",
         "employer",
@@ -93,6 +118,11 @@ RULES: tuple[ChangeRule, ...] = (
     ),
     _r(r"\b(?:laid\s+off|fired|retired|unemployed|between\s+jobs)\b(?P<v>)", "employer", positive=False),
     _r(r"\bretired\b(?P<v>)", "role", positive=False),
+    # a new role: "I became a nurse", "je suis devenue sage-femme", "virei gerente", "tornei-me médico"
+    _r(
+        rf"(?:\bi\s+became|\bje\s+suis\s+devenue?|\bvirei|\btornei-me|\bme\s+tornei)\s+(?:an?\s+|une?\s+|um\s+|uma\s+)?{_NAME}{_END}",
+        "role",
+    ),
     _r(rf"\bworked\s+(?:at|for)\s+{_NAME}\s+(?:[a-z0-9 ]+\s)?before\s+this\b", "employer", positive=False),
     _r(rf"\bne\s+travaille\s+plus\s+(?:chez|pour|à)\s+{_NAME}{_END}", "employer", positive=False),
     _r(
@@ -103,6 +133,17 @@ RULES: tuple[ChangeRule, ...] = (
     _r(r"\b(?:work|working)\s+(?P<v>remotely|from\s+home|remote)\b", "workmode"),
     _r(r"\b(?P<v>back\s+in\s+the\s+office|in\s+the\s+office)\b", "workmode"),
     _r(rf"\bmy\s+(?:new\s+)?(?:manager|boss)\s+is\s+{_NAME}{_END}", "manager"),
+    # the partner: named, and parted from
+    _r(
+        rf"\bmy\s+(?:new\s+)?(?:girlfriend|boyfriend|partner|wife|husband|fianc[ée]e?)\s+is\s+(?:called\s+)?{_NAME}{_END}",
+        "partner",
+    ),
+    _r(rf"\b(?:seeing|dating)\s+someone\s+(?:called|named)\s+{_NAME}{_END}", "partner"),
+    _r(
+        r"\b(?:broke\s+up|split\s+up|we\s+separated|on\s+a\s+rompu|terminamos)\b(?P<v>)",
+        "partner",
+        positive=False,
+    ),
     _r(rf"\bi\s+report\s+to\s+{_NAME}{_END}", "manager"),
     # who one is
     _r(
@@ -113,8 +154,9 @@ RULES: tuple[ChangeRule, ...] = (
         rf"{_ME}(?:i['’]m|i\s+am|im)\s+(?:now\s+)?{_AGE}(?:\s+(?:years?\s+old|yo|now))?(?=\s*(?:$|[,.;!?]|\s+now))",
         "age",
     ),
-    _r(rf"\bturned\s+{_AGE}\b", "age"),
-    _r(rf"\bj['’]ai\s+{_AGE}\s+ans\b", "age"),
+    # the user's own birthday, not "my son turned 12"
+    _r(rf"{_ME}(?:just\s+|finally\s+)?turned\s+{_AGE}\b", "age"),
+    _r(rf"\bj['’]ai\s+(?:eu\s+)?{_AGE}\s+ans\b", "age"),
     _r(rf"\b(?:tenho|fiz)\s+{_AGE}\s+anos\b", "age"),
     _r(
         r"\b(?:i['’]m|i\s+am)\s+(?:a\s+)?(?P<v>night\s+owl|morning\s+person|early\s+bird|evening\s+person)\b",
@@ -129,7 +171,10 @@ RULES: tuple[ChangeRule, ...] = (
         r"\b(?:i['’]m|i\s+am|je\s+suis|sou)\s+(?:now\s+)?(?P<v>vegetarian|vegan|pescatarian|v[ée]g[ée]tarien(?:ne)?|vegetarian[oa])\b",
         "diet",
     ),
-    _r(r"\b(?:started|start)\s+eating\s+(?P<v>meat)\b", "diet"),
+    _r(
+        r"\b(?:started|start|back\s+to)\s+eating\s+(?P<v>meat|fish|chicken|pork|beef|seafood|dairy|eggs)\b",
+        "diet",
+    ),
     # favourites, counts, dated events, things one owns
     _r(
         r"\bfavou?rite\s+(?P<k>[a-z]+)\s+(?:is|are)\s+(?:still\s+)?(?:now\s+)?(?P<v>[^,.;!?]+?)(?:\s+now)?\s*(?:$|[,.;!?])",
@@ -158,11 +203,22 @@ RULES: tuple[ChangeRule, ...] = (
         r"\bmy\s+(?:new\s+)?(?P<k>phone|laptop|car|bike|email|number|dentist|doctor|bank)\s+is\s+(?P<v>[^,.;!?]+?)\s*(?:$|[,.;!?])",
         "own:{k}",
     ),
+    _r(
+        r"\bnew\s+(?P<k>phone|laptop|car|bike|email|number|dentist|doctor|bank)(?:\s+number)?\s*(?:is|:)\s*(?P<v>[^,.;!?]+?)\s*(?:$|[,.;!?])",
+        "own:{k}",
+    ),
+    _r(rf"\bi\s+bank\s+with\s+{_NAME}{_END}(?P<k>)", "own:bank"),
+    _r(rf"\bmoved\s+my\s+(?:bank\s+)?account\s+to\s+{_NAME}{_END}(?P<k>)", "own:bank"),
+    _r(
+        r"\bmy\s+(?P<k>dog|cat|pet)\s+(?:[a-z]+\s+)?(?:passed\s+away|died)\b(?P<v>)",
+        "has:pet",
+        positive=False,
+    ),
     _r(r"\b(?:i\s+go\s+to|i\s+see)\s+(?P<v>dr\.?\s+[a-z]+)\b(?P<k>)", "own:dentist"),
     _r(r"\b(?:i\s+)?drive\s+(?:a|an)\s+(?P<v>[a-z]+)(?:\s+now)?\b", "own:car"),
     _r(r"\bsold\s+(?:the|my)\s+(?P<v>[a-z]+)\b", "own:car", positive=False),
     _r(
-        r"\b(?:i\s+)?(?P<v>drive|cycle|bike|walk|run|take\s+the\s+(?:bus|train|tube|metro))\s+to\s+work\b",
+        r"\b(?:i\s+)?(?P<v>drive|cycle|bike|walk|run|take\s+the\s+(?:bus|train|tube|metro))(?:\s+(?:a|an|my)\s+[a-z]+)?\s+to\s+work\b",
         "commute",
     ),
     _r(r"\b(?:go|went)\s+to\s+bed\s+at\s+(?P<v>\d{1,2}(?::\d\d)?\s*(?:am|pm)?)", "bedtime"),
@@ -183,10 +239,21 @@ RULES: tuple[ChangeRule, ...] = (
     _r(r"\b(?:i['’]m|i\s+am|we['’]re)\s+on\s+(?P<v>[a-z]+)\s+now\b", "tool:{v}"),
     _r(r"\b(?:i['’]m|i\s+am)\s+an?\s+(?P<v>[a-z]+)\s+user\b", "tool:{v}"),
     _r(
-        r"\b(?:switched|moved|mudei|switching)\s+(?:over\s+)?(?:from\s+[a-z ]+?\s+)?(?:to|para)\s+(?:an?\s+|o\s+|a\s+)?(?P<v>[a-z][a-z+#]*(?:\s(?:code|mode))?)",
+        r"\b(?:switched|moved|mudei|switching|went\s+back)\s+(?:over\s+|back\s+)?(?:from\s+[a-z ]+?\s+)?(?:to|para)\s+(?:an?\s+|o\s+|a\s+)?(?P<v>[a-z][a-z+#]*(?:\s(?:code|mode))?)",
         "tool:{v}",
     ),
-    _r(r"\btrying\s+out\s+(?P<v>[a-z][a-z+#]*(?:\s(?:code|mode))?)", "tool:{v}", mode="hedged"),
+    _r(r"\b(?:try|trying)(?:\s+out)?\s+(?P<v>[a-z][a-z+#]*(?:\s(?:code|mode))?)", "tool:{v}", mode="hedged"),
+    # a taste given up, FR/PT: "je n'aime plus le café", "não gosto mais de futebol"
+    _r(
+        r"\bn['’](?:aime|adore)\s+plus\s+(?:le\s+|la\s+|les\s+|l['’])?(?P<v>[a-z][a-z' -]{1,30}?)\s*(?:$|[,.;!?])",
+        "preference:{v}",
+        positive=False,
+    ),
+    _r(
+        r"\bn[ãa]o\s+gosto\s+mais\s+d[eoa]s?\s+(?P<v>[a-z][a-z' -]{1,30}?)\s*(?:$|[,.;!?])",
+        "preference:{v}",
+        positive=False,
+    ),
     _r(r"\b(?P<v>[a-z][a-z ]{1,30}?)\s+is\s+growing\s+on\s+me\b", "preference:{v}", mode="hedged"),
     _r(
         r"\b(?:i\s+)?prefer\s+(?P<v>[a-z][a-z ]{1,30}?)\s+(?:over|to|rather\s+than)\s+(?P<k>[a-z][a-z ]{1,30}?)(?:\s+now)?\s*(?:$|[,.;!?])",

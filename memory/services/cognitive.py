@@ -177,6 +177,7 @@ def reconcile(written: Sequence[tuple[Memory, Reading]], *, edited: bool = False
                     verdict=verdict.kind,
                     subject=verdict.subject[:200],
                     reason=verdict.reason,
+                    confidence=verdict.confidence,
                     created_at=now,
                 )
                 if verdict.kind == "supersedes":

@@ -51,6 +51,7 @@ class ContradictionDict(TypedDict):
     verdict: str
     subject: str
     reason: str
+    confidence: float | None
     status: str
     resolution: str | None
     createdAt: str | None
@@ -67,6 +68,7 @@ def contradiction_json(item: Contradiction) -> ContradictionDict:
         "verdict": item.verdict,
         "subject": item.subject,
         "reason": item.reason,
+        "confidence": item.confidence,
         "status": item.status,
         "resolution": item.resolution or None,
         "createdAt": iso(item.created_at),
@@ -87,13 +89,20 @@ def contradiction_list(
     *,
     api_key_id: str | uuid.UUID | None = None,
     status: str | None = None,
+    min_confidence: float | None = None,
     limit: int = 50,
     offset: int = 0,
 ) -> dict[str, Any]:
-    """A page of the contradictions the principal may see, newest first, optionally by ``status``."""
+    """A page of the contradictions the principal may see, newest first, optionally by ``status`` and
+    at least ``min_confidence`` (0..1; rows recorded before confidence was scored have none and are
+    left out by it)."""
     qs = _visible(principal, principal.owner_filter(api_key_id))
     if status:
         qs = qs.filter(status=status)
+    if min_confidence is not None:
+        if not 0.0 <= min_confidence <= 1.0:
+            raise ValidationFailed("minConfidence must be between 0 and 1", field="minConfidence")
+        qs = qs.filter(confidence__gte=min_confidence)
     total = qs.count()
     rows = list(qs.order_by("-created_at", "-id")[offset : offset + limit])
     return {"data": rows, "total": total, "limit": limit, "offset": offset}

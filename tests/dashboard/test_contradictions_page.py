@@ -101,3 +101,23 @@ def test_consolidation_needs_a_key_and_the_page_needs_staff(studio, db):
     assert answer.status_code == 400 and "Choose a key to consolidate." in answer.content.decode()
     anonymous = Client().get("/dashboard/contradictions")
     assert anonymous.status_code == 302 and "login" in anonymous["Location"]
+
+
+def test_each_row_shows_the_rules_confidence(studio, alice):
+    write(alice, "I live in Leeds")
+    write(alice, "I might move to Berlin", days=1)  # ambiguous, a hedged change: 0.40
+    write(alice, "I work at Google", days=2)
+    write(alice, "I work at Meta", days=3)  # supersedes, no change cue: 0.70
+    item = Contradiction.objects.get(new__content="I might move to Berlin")
+    page = studio.get("/dashboard/contradictions", {"key": str(alice.pk)})
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert item.confidence == 0.4
+    assert 'data-confidence="0.40"' in html and "confidence 0.40" in html
+    resolved = studio.get("/dashboard/contradictions", {"key": str(alice.pk), "status": "resolved"})
+    assert 'data-confidence="0.70"' in resolved.content.decode()
+    Contradiction.objects.filter(pk=item.pk).update(confidence=None)  # recorded before it was scored
+    assert (
+        "data-confidence"
+        not in studio.get("/dashboard/contradictions", {"key": str(alice.pk)}).content.decode()
+    )

@@ -95,3 +95,26 @@ def test_the_current_value_questions_are_well_formed():
         dates = [h["created_at"] for h in history]
         assert dates == sorted(dates), question["id"]
         assert all(h["content"].strip() for h in history)
+
+
+# The fresh batch (``data/contradictions_fresh.json``) scored with the rules as they were before it was
+# used to generalise them (task H4): precision 26/27, recall 26/33, exact 45/56. It must not get worse.
+FRESH_BEFORE = {"precision": 0.962, "recall": 0.787, "exact": 0.803}
+
+
+def test_the_fresh_batch_is_varied_and_does_not_get_worse(capsys):
+    fresh = json.loads((DATA / "contradictions_fresh.json").read_text(encoding="utf-8"))["pairs"]
+    assert len(fresh) >= 40 and {p["expected"] for p in fresh} == set(KINDS)
+    assert len({p["id"] for p in fresh}) == len(fresh)
+    # EN, FR and PT: accented or language-marked statements are in the batch.
+    texts = " ".join(p["new"]["content"] for p in fresh)
+    assert "désormais" in texts and "Agora" in texts
+    precision, recall, exact, confusion = _score(fresh)
+    with capsys.disabled():
+        print(
+            "\n"
+            + _matrix(f"fresh: precision {precision:.3f}, recall {recall:.3f}, exact {exact:.3f}", confusion)
+        )
+    assert precision >= max(0.9, FRESH_BEFORE["precision"])
+    assert recall >= max(0.8, FRESH_BEFORE["recall"])
+    assert exact >= FRESH_BEFORE["exact"]

@@ -4,11 +4,12 @@ history rules on write, the current memory must come first for at least 95 % of 
 same ranking with the superseded rows left visible (what retrieval did before the write path kept
 history) is printed beside it, for docs/cognitive.md.
 
-Measured: 77/105 (0.733) with history on write, 32/105 (0.305) with the superseded rows visible. The
-issue's 0.95 is not reached with hybrid: of the 28 misses, most are changes the contradiction rules
-do not read ("I just started at Stripe" after "I work at Google", "We relocated to Denver"), and some
-are ranking (another person's move ranked above the user's residence). The assertion is the measured
-floor, so that a regression fails; ISSUE_TARGET stays the goal."""
+Measured: 87/105 (0.829) with history on write (77/105 = 0.733 before the change rules were widened,
+task H4), 32/105 (0.305) with the superseded rows visible. The issue's 0.95 is not reached with
+hybrid: of the 18 misses, most are ranking (the old value is superseded, yet the current memory does
+not come first) or slots no rule reads (a bank, a school, a broadband provider, a project), and some
+are by design (another person's move; a current value that is not the latest statement). The
+assertion is the measured floor, so that a regression fails; ISSUE_TARGET stays the goal."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from memory.services.memories import MemoryInput, memory_create
 
 DATA = Path(__file__).parent / "data" / "current_values.json"
 ISSUE_TARGET = 0.95
-# The measured figure, less a margin for ranking ties; and the gain over superseded rows left visible.
-FLOOR = 0.70
+# The measured figure (0.829), rounded down; and the gain over superseded rows left visible.
+FLOOR = 0.82
 MIN_GAIN = 0.30
 
 
