@@ -15,25 +15,16 @@ from memory.cognitive import Statement, check
 from memory.cognitive.contradiction import CONFIDENCE, CUE_BONUS
 from memory.models import Contradiction
 from memory.services.memories import MemoryInput, memory_create
+from tests.memory.cognitive.test_contradiction_set import statement_of
 
 DATA = Path(__file__).parent / "data"
 T0 = datetime(2024, 1, 10, 9, 0, tzinfo=UTC)
-CONFLICT = frozenset({"supersedes", "contradicts"})
-
-
-def _statement(raw: dict) -> Statement:
-    return Statement(
-        raw["content"],
-        raw["key"],
-        raw["type"],
-        datetime.fromisoformat(raw["created_at"].replace("Z", "+00:00")),
-    )
 
 
 @pytest.fixture(scope="module")
 def labelled() -> dict[str, tuple[dict, object]]:
     pairs = json.loads((DATA / "contradictions.json").read_text(encoding="utf-8"))["pairs"]
-    return {p["id"]: (p, check(_statement(p["old"]), _statement(p["new"]))) for p in pairs}
+    return {p["id"]: (p, check(statement_of(p["old"]), statement_of(p["new"]))) for p in pairs}
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,8 @@ KINDS = ("supersedes", "contradicts", "compatible", "ambiguous")
 CONFLICT = frozenset({"supersedes", "contradicts"})
 
 
-def _statement(raw: dict) -> Statement:
+def statement_of(raw: dict) -> Statement:
+    """A labelled pair's side (``old`` or ``new``) as the rules read it."""
     return Statement(
         raw["content"],
         raw["key"],
@@ -41,7 +42,7 @@ def _score(pairs: list[dict]) -> tuple[float, float, float, Counter]:
     """Precision and recall of a conflict, exact-kind accuracy and the confusion counts."""
     confusion: Counter = Counter()
     for item in pairs:
-        got = check(_statement(item["old"]), _statement(item["new"])).kind
+        got = check(statement_of(item["old"]), statement_of(item["new"])).kind
         confusion[item["expected"], got] += 1
     tp = sum(n for (e, g), n in confusion.items() if e in CONFLICT and g in CONFLICT)
     fp = sum(n for (e, g), n in confusion.items() if e not in CONFLICT and g in CONFLICT)
