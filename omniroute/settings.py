@@ -262,6 +262,9 @@ HUEY_IMMEDIATE = envbool("HUEY_IMMEDIATE", False)
 # default, 10 s, would let a learned fact wait that long before it is stored).
 # How long a stopping process waits, on SIGTERM, for its in-flight HTTP requests and then for the tasks its
 # consumer is running (docs/deployment.md "Shutdown"); queued tasks that have not started stay in the queue.
+# The niceness (0..19) of the task threads inside `serve` on Linux: background work (indexing, extraction)
+# yields the CPU to requests when both want it, and still has all of it when requests are idle. 0 = off.
+OMNIROUTE_TASK_NICE = envint("OMNIROUTE_TASK_NICE", 10, minimum=0, maximum=19)
 OMNIROUTE_SHUTDOWN_TIMEOUT_SECONDS = envint("OMNIROUTE_SHUTDOWN_TIMEOUT_SECONDS", 30, minimum=1, maximum=3600)
 HUEY_CONSUMER = {
     "workers": 2,

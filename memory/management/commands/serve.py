@@ -94,6 +94,21 @@ def layout_problem(web_workers: int) -> str | None:
     return None
 
 
+def lower_task_priority() -> None:
+    """In each task thread of ``serve`` (a Huey startup hook): raise the thread's niceness to
+    ``OMNIROUTE_TASK_NICE``, so that the requests this process serves get the CPU first while indexing
+    and extraction run beside them. Linux only, where a thread has a priority of its own."""
+    nice = settings.OMNIROUTE_TASK_NICE
+    if nice <= 0 or not sys.platform.startswith("linux"):
+        return
+    thread = threading.get_native_id()
+    try:
+        # Never lower a niceness the process was started with (that would need privileges).
+        os.setpriority(os.PRIO_PROCESS, thread, max(nice, os.getpriority(os.PRIO_PROCESS, thread)))
+    except OSError as exc:
+        logger.warning("task thread priority left unchanged: %s", exc)
+
+
 class _InProcessConsumer:
     """Huey's consumer without its signal handlers (this command owns the signals)."""
 
@@ -104,6 +119,7 @@ class _InProcessConsumer:
 
         options = {**settings.HUEY_CONSUMER, "workers": threads, "worker_type": "thread"}
         self.consumer = Quiet(HUEY, periodic=True, **options)
+        HUEY.on_startup("lower_task_priority")(lower_task_priority)
 
     def start(self) -> None:
         self.consumer.start()
