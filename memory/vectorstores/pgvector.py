@@ -83,7 +83,8 @@ def pgvector_status() -> tuple[bool, str]:
 
     Installed already: yes. Available on the server: ``CREATE EXTENSION IF NOT EXISTS vector`` is tried
     (it needs the privilege to create extensions); its failure is the reason. A positive answer found in
-    the catalog, and a server without the extension, are remembered for the process."""
+    the catalog, a server without the extension, and a failed ``CREATE EXTENSION`` are remembered for
+    the process (a restart checks again)."""
     key = _database_key()
     if key in _STATUS:
         return _STATUS[key]
@@ -104,7 +105,9 @@ def pgvector_status() -> tuple[bool, str]:
         except DatabaseError as exc:
             reason = f"CREATE EXTENSION vector failed: {str(exc).strip()}"
             logger.warning("pgvector not used: %s", reason)
-            return False, reason
+            # Remembered: without the privilege, every request would try again (and log it).
+            _STATUS[key] = (False, reason)
+            return _STATUS[key]
     # Not remembered: a test's rollback (or an admin) may drop it again.
     return True, f"pgvector {available[0]} (created)"
 
