@@ -122,6 +122,25 @@ _KINDS = {
     "browser": ("chrome", "firefox", "safari", "edge", "brave", "opera"),
     "tracker": ("jira", "linear", "trello", "asana", "clickup"),
     "theme": ("dark mode", "light mode"),
+    "mobile network": (
+        "vodafone",
+        "three",
+        "o2",
+        "ee",
+        "giffgaff",
+        "lebara",
+        "verizon",
+        "t-mobile",
+        "orange",
+        "sfr",
+        "bouygues",
+        "vivo",
+        "claro",
+        "tim",
+        "meo",
+    ),
+    "broadband": ("bt", "virgin media", "virgin", "sky", "talktalk", "plusnet", "hyperoptic"),
+    "database": ("mysql", "postgresql", "postgres", "sqlite", "mariadb", "mongodb", "oracle", "dynamodb"),
 }
 _KIND_OF = {name: kind for kind, names in _KINDS.items() for name in names}
 
@@ -145,12 +164,14 @@ _HEDGE = re.compile(
     r"separating|on\s+the\s+fence|torn|peut-[eê]tre|je\s+pense|pense|h[ée]site|talvez|pensando|acho\s+que)\b"
 )
 _PLAN = re.compile(
-    r"(?<!stopped\s)(?<!quit\s)\b(?:going\s+to\s+(?!the\s|a\s|my\s|bed\b)|gonna|planning|plan\s+to|will|i['’]ll|next\s+(?:week|month|year)|soon|vais|vou|"
+    r"(?<!stopped\s)(?<!quit\s)\b(?:going\s+to\s+(?!the\s|a\s|my\s|bed\b)|gonna|planning|plan\s+to|will|i['’]ll|next\s+(?:week|month|year)|soon|"
+    r"vais(?!\s+(?:au|aux|a|en|chez)\b)|vou(?!\s+(?:de|para|pra|a|ao|no|na|em)\b)|"
     r"i['’]m\s+moving|we['’]re\s+moving)\b"
 )
 _CHANGE = re.compile(
     r"\b(?:now|anymore|any\s+more|no\s+longer|these\s+days|nowadays|switched|switching|again|new|"
-    r"changed|moved|went\s+back|back\s+to|maintenant|désormais|desormais|agora|mudei|plus)\b"
+    r"changed|moved|went\s+back|back\s+to|maintenant|désormais|desormais|agora|mudei|plus|ported|"
+    r"transferred|traded|promoted|migrated|instead)\b"
 )
 # What makes a clause no statement of the user's for the change rules: a question (its sentence ends
 # with "?"), or a hypothetical or reported-speech marker before the match in its sentence ("what if I

@@ -99,14 +99,15 @@ _CHANGE_CUE = re.compile(
 # Slots that hold one value at a time: a new value replaces the old one.
 SINGLE_VALUED = frozenset(
     """residence employer role workplace name age relationship partner manager diet commute bedtime
-    workmode chronotype origin birthplace birthyear birthday""".split()
+    workmode chronotype origin birthplace birthyear birthday homelanguage project mainlanguage hobby
+    office shift""".split()
 )
-_SINGLE_FAMILIES = ("favourite", "count", "date", "own")
+_SINGLE_FAMILIES = ("favourite", "count", "date", "own", "provider", "school")
 # Slots of the past: a conflict there is two versions of what happened, not a change.
 _IMMUTABLE = frozenset({"origin", "birthplace", "birthyear", "birthday"})
 _IMMUTABLE_FAMILIES = ("visited",)
 # Polar slots keyed by their thing: a conflict is the opposite polarity about the same thing.
-_POLAR_FAMILIES = ("preference", "tool", "do", "has", "status", "visited")
+_POLAR_FAMILIES = ("preference", "tool", "do", "has", "status", "visited", "pet")
 
 # Words that tie a hedged statement to an old claim's slot ("Google might be laying me off").
 _CUES = {
@@ -244,7 +245,10 @@ def _compare(before: Claim, after: Claim, later: bool) -> Verdict | None:
                 "hedged",
             )
         if before.positive and after.positive:
-            if _same_thing(before.value, after.value):
+            # "promoted to senior data engineer" after "I'm a data engineer": a title that grows with a
+            # change cue is a new role, not the old one restated.
+            grown = subject == "role" and after.change and before.value != after.value
+            if _same_thing(before.value, after.value) and not grown:
                 return Verdict("compatible", subject, f"the same {subject} restated")
             return _conflict(
                 before, after, subject, f"a new {subject}: {after.text!r} after {before.text!r}", later

@@ -52,6 +52,19 @@ _WHEN = (
 _END = rf"(?=\s*(?:$|[,.;!?]|\s(?:now|with|for|{_WHEN}|last|since|after|because|and|but|em|en)\b))"
 _NAME = r"(?P<v>[a-z][a-z'-]+(?:\s[a-z][a-z'-]+)?)"
 _AGE = r"(?P<v>\d{1,3})"
+# Car makes and models people name: a car is only read when one is named ("bought a book" is no car).
+_MAKES = (
+    r"(?:toyota|tesla|skoda|renault|peugeot|citroen|dacia|fiat|honda|ford|volvo|kia|mazda|bmw|audi|mercedes|"
+    r"volkswagen|vw|nissan|hyundai|seat|opel|vauxhall|mini|jeep|chevrolet|subaru|suzuki|golf|polo|clio|"
+    r"prius|civic|corolla|yaris|uno)"
+)
+_PET = r"(?:dog|cat|rabbit|puppy|kitten|hamster|parrot|horse|chien|chienne|chat|chatte|lapin|cao|cachorro|gato|gata|coelho)"
+# Words after "my dog" that are not its name ("my dog is nine", "my dog died").
+_NOT_A_NAME = (
+    r"(?:is|was|has|had|and|but|died|passed|got|gets|loves|likes|hates|just|always|still|needs|will|can|"
+    r"does|did|sleeps|eats|barks|named|called|too|also|e|est|a|et|foi|morreu)"
+)
+_SUPPLIES = r"(?:electricity|gas|energy|broadband|internet|mobile|phone\s+contract|car\s+insurance|home\s+insurance|insurance)"
 
 RULES: tuple[ChangeRule, ...] = (
     # residence: endings and arrivals the extraction rules leave out
@@ -90,7 +103,11 @@ RULES: tuple[ChangeRule, ...] = (
         mode="past",
     ),
     # work
-    _r(rf"\b(?:started|starting)\s+(?:a\s+new\s+job\s+)?(?:at|with)\s+{_NAME}{_END}", "employer"),
+    # the user's own start, not "my daughter started at Hillcrest"
+    _r(
+        rf"{_ME}(?:i\s+)?(?:just\s+|have\s+|['’]ve\s+)?(?:started|starting)\s+(?:a\s+new\s+job\s+)?(?:at|with)\s+{_NAME}{_END}",
+        "employer",
+    ),
     _r(rf"\bgot\s+(?:a\s+job|hired)\s+(?:at|with|by)\s+(?:the\s+)?{_NAME}{_END}", "employer"),
     _r(rf"\b(?:signed|joined)\s+(?:[a-z-]+\s+){{0,3}}?(?:with|at)\s+{_NAME}{_END}", "employer"),
     _r(rf"\bcomecei\s+a\s+trabalhar\s+(?:no|na|em)\s+{_NAME}{_END}", "employer"),
@@ -118,6 +135,11 @@ RULES: tuple[ChangeRule, ...] = (
     ),
     _r(r"\b(?:laid\s+off|fired|retired|unemployed|between\s+jobs)\b(?P<v>)", "employer", positive=False),
     _r(r"\bretired\b(?P<v>)", "role", positive=False),
+    # working for oneself is an employer of its own: a later job replaces it
+    _r(
+        r"(?:^|[,;.!?]\s*|\b(?:i|and|now|so)\s+)(?:i\s+)?(?:work\s+|(?:['’]m|am)\s+(?:a\s+)?)?(?P<v>freelance|freelancer|self-employed)\b",
+        "employer",
+    ),
     # a new role: "I became a nurse", "je suis devenue sage-femme", "virei gerente", "tornei-me médico"
     _r(
         rf"(?:\bi\s+became|\bje\s+suis\s+devenue?|\bvirei|\btornei-me|\bme\s+tornei)\s+(?:an?\s+|une?\s+|um\s+|uma\s+)?{_NAME}{_END}",
@@ -218,14 +240,14 @@ RULES: tuple[ChangeRule, ...] = (
     _r(r"\b(?:i\s+)?drive\s+(?:a|an)\s+(?P<v>[a-z]+)(?:\s+now)?\b", "own:car"),
     _r(r"\bsold\s+(?:the|my)\s+(?P<v>[a-z]+)\b", "own:car", positive=False),
     _r(
-        r"\b(?:i\s+)?(?P<v>drive|cycle|bike|walk|run|take\s+the\s+(?:bus|train|tube|metro))(?:\s+(?:a|an|my)\s+[a-z]+)?\s+to\s+work\b",
+        r"\b(?:i\s+)?(?P<v>drive|cycle|bike|walk|run|ride\s+(?:a|an|my)\s+[a-z-]+|take\s+the\s+(?:bus|train|tube|metro|tram|ferry))(?:\s+(?:a|an|my)\s+[a-z]+)?\s+to\s+(?:work|the\s+office)\b",
         "commute",
     ),
     _r(r"\b(?:go|went)\s+to\s+bed\s+at\s+(?P<v>\d{1,2}(?::\d\d)?\s*(?:am|pm)?)", "bedtime"),
     # tools and habits: a thing one does, taken up or given up
     _r(r"\bswitched\s+(?:over\s+)?from\s+(?P<v>[a-z][a-z+# ]*?)\s+to\s+", "do:{v}", positive=False),
     _r(
-        r"\b(?:moved\s+off|ditched|dropped|gave\s+up\s+on|gave\s+up|stopped\s+using)\s+(?P<v>[a-z][a-z+#-]*)",
+        r"\b(?:moved\s+off|ditched|dropped|gave\s+up\s+on|gave\s+up|stopped\s+using|cancell?ed)\s+(?:the\s+|my\s+)?(?P<v>[a-z][a-z+#-]*)",
         "do:{v}",
         positive=False,
     ),
@@ -239,7 +261,7 @@ RULES: tuple[ChangeRule, ...] = (
     _r(r"\b(?:i['’]m|i\s+am|we['’]re)\s+on\s+(?P<v>[a-z]+)\s+now\b", "tool:{v}"),
     _r(r"\b(?:i['’]m|i\s+am)\s+an?\s+(?P<v>[a-z]+)\s+user\b", "tool:{v}"),
     _r(
-        r"\b(?:switched|moved|mudei|switching|went\s+back)\s+(?:over\s+|back\s+)?(?:from\s+[a-z ]+?\s+)?(?:to|para)\s+(?:an?\s+|o\s+|a\s+)?(?P<v>[a-z][a-z+#]*(?:\s(?:code|mode))?)",
+        r"\b(?:switched|moved|migrated|mudei|switching|went\s+back)\s+(?:over\s+|back\s+)?(?:(?:the|our|my)\s+[a-z]+\s+)?(?:from\s+[a-z ]+?\s+)?(?:to|para)\s+(?:an?\s+|o\s+|a\s+)?(?P<v>[a-z][a-z+#]*(?:\s(?:code|mode|media))?)",
         "tool:{v}",
     ),
     _r(r"\b(?:try|trying)(?:\s+out)?\s+(?P<v>[a-z][a-z+#]*(?:\s(?:code|mode))?)", "tool:{v}", mode="hedged"),
@@ -258,5 +280,114 @@ RULES: tuple[ChangeRule, ...] = (
     _r(
         r"\b(?:i\s+)?prefer\s+(?P<v>[a-z][a-z ]{1,30}?)\s+(?:over|to|rather\s+than)\s+(?P<k>[a-z][a-z ]{1,30}?)(?:\s+now)?\s*(?:$|[,.;!?])",
         "order:{v}|{k}",
+    ),
+    # a role reached: "promoted to ward sister", "promue cheffe de projet", "promovido a gerente"
+    _r(
+        rf"{_ME}(?:i\s+)?(?:just\s+)?(?:got\s+|was\s+|['’]ve\s+been\s+|have\s+been\s+|j['’]ai\s+ete\s+|fui\s+)?"
+        rf"(?:promoted|promue?|promovid[oa])\s+(?:to\s+|a\s+|au\s+poste\s+de\s+)?(?:an?\s+|une?\s+|um\s+|uma\s+)?{_PLACE}{_END}",
+        "role",
+    ),
+    _r(
+        rf"{_ME}(?:i\s+|we\s+)?(?:just\s+|finally\s+)?made\s+(?P<v>partner|director|manager|principal|head\s+of\s+[a-z]+){_END}",
+        "role",
+    ),
+    # the car: owned, bought, traded for, stolen (a make must be named: "bought a book" is no car)
+    _r(
+        rf"{_ME}(?:i\s+|we\s+)?(?:just\s+|finally\s+|maintenant\s+|agora\s+)?(?:own|have|got|bought|drive|j['’]ai|tenho|comprei|achete)\s+(?:a|an|une?|um|uma)\s+(?P<v>{_MAKES}(?:\s+[a-z0-9]+)?)\b",
+        "own:car",
+    ),
+    _r(
+        rf"{_ME}(?:i\s+|we\s+)?(?:traded|swapped|exchanged|troquei|echange)\b[^.;!?]*?\b(?:for|pour|por|contre|pelo|pela)\s+(?:a|an|une?|um|uma)\s+(?P<v>{_MAKES}(?:\s+[a-z0-9]+)?)\b",
+        "own:car",
+    ),
+    _r(
+        rf"\b(?:the|my|our)\s+(?P<v>{_MAKES})\s+(?:got|was)\s+(?:stolen|written\s+off|totall?ed)\b",
+        "own:car",
+        positive=False,
+    ),
+    # a pet by its name: "my cat Mochi", "un chien qui s'appelle Filou"; "Rex passed away", "we lost Mochi"
+    _r(rf"\b{_PET}\s+(?:named|called|qui\s+s['’]appelle|chamad[oa]|nommee?)\s+(?P<v>[a-z]+)\b", "pet:{v}"),
+    _r(rf"\b(?:my|our)\s+{_PET}\s+(?!{_NOT_A_NAME}\b)(?P<v>[a-z]+)\b", "pet:{v}"),
+    _r(
+        r"\b(?P<v>[a-z]+)\s+(?:passed\s+away|died|has\s+died|morreu|faleceu|est\s+morte?|nous\s+a\s+quittee?s?)\b",
+        "pet:{v}",
+        positive=False,
+    ),
+    _r(r"\b(?:we|i)\s+lost\s+(?:our\s+|my\s+)?(?P<v>[a-z]+)\b", "pet:{v}", positive=False),
+    # the language spoken at home, and one studied
+    _r(r"\b(?:we|i)\s+speak\s+(?P<v>[a-z]+)\s+at\s+home\b", "homelanguage"),
+    _r(r"\b(?:on|nous)\s+parl(?:e|ons)\s+(?:le\s+|l['’])?(?P<v>[a-z]+)\s+a\s+la\s+maison\b", "homelanguage"),
+    _r(r"\bfalamos\s+(?P<v>[a-z]+)\s+em\s+casa\b", "homelanguage"),
+    _r(r"\b(?:i['’]m|i\s+am)\s+studying\s+(?!at\b|in\b|for\b|to\b)(?P<v>[a-z]+)\b", "do:{v}"),
+    _r(r"\b(?:work|on|doing)\s+(?P<v>night|day|early|late|evening|morning)\s+shifts?\b", "shift"),
+    # the commute in French and Portuguese
+    _r(r"\bvais\s+au\s+(?:travail|bureau|boulot)\s+(?P<v>en\s+[a-z]+|a\s+[a-z]+)", "commute"),
+    _r(
+        r"\bvou\s+(?P<v>de\s+[a-z]+|a\s+pe)\s+(?:para|pro|ao)\s+(?:o\s+)?(?:trabalho|escritorio)\b", "commute"
+    ),
+    # a supplier: "our electricity is with EDF", "switched electricity to Octopus", "minha operadora é a Vivo"
+    _r(
+        rf"\b(?:our|my)\s+(?P<k>{_SUPPLIES})\s+(?:is\s+|are\s+)?(?:with|from)\s+{_NAME}{_END}",
+        "provider:{k}",
+    ),
+    _r(
+        rf"\b(?:switched|moved|changed)\s+(?:our\s+|my\s+|the\s+)?(?P<k>{_SUPPLIES})\s+(?:supplier\s+|provider\s+)?(?:over\s+)?to\s+{_NAME}{_END}",
+        "provider:{k}",
+    ),
+    _r(rf"\boperadora\b[^.;!?]*?\be\s+(?:a|o)\s+{_NAME}{_END}(?P<k>)", "provider:mobile"),
+    _r(rf"\b(?:fibre|box|internet)\s+(?:chez|avec)\s+{_NAME}{_END}(?P<k>)", "provider:internet"),
+    _r(
+        r"\bresilie\s+(?:la\s+fibre\s+|mon\s+abonnement\s+|l['’]abonnement\s+)?(?:chez\s+)?(?P<v>[a-z]+)\b(?P<k>)",
+        "provider:internet",
+        positive=False,
+    ),
+    _r(rf"\bported\s+my\s+number\s+to\s+{_NAME}{_END}", "tool:{v}"),
+    _r(r"\b(?:have|got|use)\s+(?P<v>[a-z]+(?:\s+media)?)\s+(?:broadband|fibre|internet)\b", "tool:{v}"),
+    _r(rf"{_ME}(?:i\s+|we\s+)?(?:pay\s+for|subscribe\s+to|subscribed\s+to)\s+(?P<v>[a-z][a-z+]*)", "do:{v}"),
+    # a school, per child: "the kids go to St Mary's", "mon fils est entré au collège", "meu filho estuda na"
+    _r(
+        rf"\b(?P<k>kids?|children|son|daughter|fils|fille|enfants|filho|filha|filhos)\s+(?:go(?:es)?\s+to|started\s+at|moved\s+to|(?:is|are)\s+at|attends?|est\s+(?:a|au|en)|est\s+entree?\s+(?:au|a|en)|estuda\s+n[oa]|mudou\s+para\s+(?:o|a))\s+(?:the\s+|l['’]|le\s+|la\s+|o\s+|a\s+)?(?P<v>[a-z][a-z' -]{{1,40}}?){_END}",
+        "school:{k}",
+    ),
+    # the project one is on
+    _r(r"\b(?:on|to|joined)\s+the\s+(?P<v>[a-z]+(?:\s+[a-z]+)?)\s+project\b", "project"),
+    _r(r"\b(?:sur|no|na|em|dans)\s+(?:le\s+|o\s+)?(?:projet|projeto)\s+(?P<v>[a-z]+)\b", "project"),
+    # the main programming language
+    _r(
+        r"\bmain\s+(?:programming\s+)?language\s+is\s+(?:now\s+)?(?P<v>[a-z][a-z+#]*)",
+        "mainlanguage",
+    ),
+    _r(r"\b(?P<v>[a-z][a-z+#]*)\s+is\s+my\s+(?:new\s+)?main\s+(?:programming\s+)?language\b", "mainlanguage"),
+    _r(r"\blangage\s+principal\s+est\s+(?:le\s+|l['’])?(?P<v>[a-z][a-z+#]*)", "mainlanguage"),
+    _r(r"\bcode\s+surtout\s+en\s+(?P<v>[a-z][a-z+#]*)", "mainlanguage"),
+    _r(r"\bprogramo\s+principalmente\s+em\s+(?P<v>[a-z][a-z+#]*)", "mainlanguage"),
+    _r(r"\bmostly\s+(?:write|code\s+in|program\s+in)\s+(?P<v>[a-z][a-z+#]*)", "mainlanguage"),
+    # favourites and hobbies said the other way round: "ramen is my favourite food"
+    _r(r"\b(?P<v>[a-z][a-z+#-]*)\s+is\s+my\s+(?:new\s+)?favou?rite\s+(?P<k>[a-z]+)\b", "favourite:{k}"),
+    _r(r"\bmy\s+(?:new\s+)?hobby\s+is\s+(?P<v>[a-z][a-z -]*?)\s*(?:$|[,.;!?]|\s+now\b)", "hobby"),
+    _r(r"\b(?P<v>[a-z][a-z-]*)\s+is\s+my\s+(?:new\s+)?hobby\b", "hobby"),
+    # the office one is based in
+    _r(
+        rf"\b(?:based\s+in|transferred\s+to|moved\s+to|work\s+(?:in|from))\s+the\s+{_PLACE}\s+office\b",
+        "office",
+    ),
+    # the GP, and a diet taken up
+    _r(r"\bmy\s+(?:new\s+)?gp\s+is\s+(?P<v>[^,.;!?]+?)\s*(?:$|[,.;!?])(?P<k>)", "own:doctor"),
+    _r(
+        r"\b(?:registered\s+with|switched\s+to|moved\s+to)\s+(?:a\s+)?new\s+(?:gp|doctor)\s*,?\s*(?P<v>dr\.?\s+[a-z]+)(?P<k>)",
+        "own:doctor",
+    ),
+    _r(r"\bwent\s+(?P<v>vegetarian|vegan|pescatarian)\b", "diet"),
+    _r(rf"{_ME}(?:i\s+)?eat\s+(?P<v>meat)\b", "diet"),
+    # an instrument or a sport, taken up and given up, FR/PT too
+    _r(rf"{_ME}(?:i\s+)?play\s+the\s+(?P<v>[a-z]+)\b", "do:{v}"),
+    _r(r"\bje\s+fais\s+(?:du|de\s+la|de\s+l['’]|des)\s*(?P<v>[a-z]+)", "do:{v}"),
+    _r(r"\b(?:j['’]ai\s+)?arrete\s+(?:le|la|les|l['’]|de)\s*(?P<v>[a-z]+)", "do:{v}", positive=False),
+    _r(r"\bjogo\s+(?P<v>[a-z]+)", "do:{v}"),
+    _r(r"\bparei\s+(?:o\s+|a\s+|de\s+|com\s+o\s+|com\s+a\s+)?(?P<v>[a-z]+)", "do:{v}", positive=False),
+    # a weekly distance: "I run about 20 km a week", "I'm up to 35 km a week now"
+    _r(
+        r"\b(?:run|running|cycle|swim|walk|up\s+to|do)\s+(?:about\s+|around\s+)?(?P<v>\d+)\s*(?P<k>km|miles|k)\s+(?:a|per)\s+week\b",
+        "count:{k}",
     ),
 )

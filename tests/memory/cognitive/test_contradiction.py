@@ -133,3 +133,36 @@ def test_claims_keep_polarity_mode_and_value():
     assert (claim.value, claim.text, claim.positive, claim.mode) == ("bois", "boise", False, "state")
     modes = {c.mode for c in read_claims("I might move to Berlin")}
     assert modes == {"hedged"}
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I'm a junior developer", "I was promoted to lead developer last week"),
+        ("I have a cat named Luna", "Luna died on Sunday"),
+        ("I own a Toyota Yaris", "I bought a Kia Picanto"),
+        ("Our gas is with British Gas", "We switched gas to Ovo"),
+        ("My son goes to Greenfield Primary", "My son moved to Lakeside Academy"),
+        ("I'm on the Orion project", "I've been moved to the Vega project"),
+        ("My main language is Java", "Go is my main language now"),
+        ("I take the tram to work", "I ride a bike to the office now"),
+        ("On parle anglais à la maison", "On parle français à la maison maintenant"),
+        ("I freelance", "I just started at Shopify"),
+    ],
+)
+def test_a_new_value_of_the_slots_read_for_current_values_supersedes(old, new):
+    assert pair(old, new).kind == "supersedes"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("I drive a Skoda", "My wife bought a Renault"),
+        ("I work at Shopify", "My daughter started at Lakeside Academy"),
+        ("I have a dog named Bruno", "My grandfather died last year"),
+        ("I'm on the Orion project", "My friend's side project is a game"),
+        ("I walk to work", "I might start cycling to work"),
+    ],
+)
+def test_another_persons_change_or_a_hedge_does_not_supersede(old, new):
+    assert pair(old, new).kind != "supersedes"

@@ -1,42 +1,54 @@
-"""The current-value measure (issue 14): each history of ``data/current_values.json`` is written through
-``memory_create`` with its dates, then its question is asked through ``retrieve`` (hybrid). With the
-history rules on write, the current memory must come first for at least 95 % of the questions. The
-same ranking with the superseded rows left visible (what retrieval did before the write path kept
-history) is printed beside it, for docs/cognitive.md.
-
-Measured: 87/105 (0.829) with history on write (77/105 = 0.733 before the change rules were widened,
-task H4), 32/105 (0.305) with the superseded rows visible. The issue's 0.95 is not reached with
-hybrid: of the 18 misses, most are ranking (the old value is superseded, yet the current memory does
-not come first) or slots no rule reads (a bank, a school, a broadband provider, a project), and some
-are by design (another person's move; a current value that is not the latest statement). The
-assertion is the measured floor, so that a regression fails; ISSUE_TARGET stays the goal."""
+"""The current-value measure (issue 14): each history of ``data/current_values.json`` (and of the
+fresh batch ``data/current_values_fresh.json``) is written through ``memory_create`` with its dates,
+then its question is asked through ``retrieve``: with ``hybrid``, and with ``composite`` at the moment
+the user asks, just after the history's newest statement (``as_of``). The current memory must come
+first for at least ISSUE_TARGET of the questions; the assertions are the measured floors, so that a
+regression fails. The hybrid ranking with the superseded rows left visible (what retrieval did before
+the write path kept history) is printed beside it, for docs/cognitive.md."""
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
+
+import pytest
 
 from memory.models import ApiKey, Memory
 from memory.retrieval.engine import retrieve
 from memory.services.memories import MemoryInput, memory_create
 
-DATA = Path(__file__).parent / "data" / "current_values.json"
+DATA = Path(__file__).parent / "data"
 ISSUE_TARGET = 0.95
-# The measured figure (0.829), rounded down; and the gain over superseded rows left visible.
-FLOOR = 0.82
-MIN_GAIN = 0.30
+# The user asks a minute after the newest statement of the history.
+ASKED_AFTER = timedelta(minutes=1)
 
 
-def _first(owner: ApiKey, question: str) -> str | None:
-    found = retrieve(owner_ids=frozenset({owner.pk}), query=question, strategy="hybrid", limit=5)
+@dataclass
+class Score:
+    hybrid: int = 0
+    composite: int = 0
+    visible: int = 0
+    total: int = 0
+    misses: dict[str, list[str]] = field(default_factory=lambda: {"hybrid": [], "composite": []})
+
+    def share(self, name: str) -> float:
+        return getattr(self, name) / self.total
+
+
+def _first(owner: ApiKey, question: str, *, strategy: str, as_of: datetime | None = None) -> str | None:
+    found = retrieve(owner_ids=frozenset({owner.pk}), query=question, strategy=strategy, limit=5, as_of=as_of)
     return found.memories[0].content if found.memories else None
 
 
-def test_the_current_memory_comes_first(db):
-    questions = json.loads(DATA.read_text())["questions"]
-    with_history = without = 0
-    misses: list[str] = []
+def _dated(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def measure(name: str) -> Score:
+    questions = json.loads((DATA / name).read_text())["questions"]
+    score = Score(total=len(questions))
     for number, item in enumerate(questions):
         owner = ApiKey.issue(name=f"cv-{number}")[0]
         contents = {}
@@ -47,23 +59,48 @@ def test_the_current_memory_comes_first(db):
                     content=statement["content"],
                     key=statement["key"],
                     type=statement["type"],
-                    created_at=datetime.fromisoformat(statement["created_at"].replace("Z", "+00:00")),
+                    created_at=_dated(statement["created_at"]),
                 )
             )
             contents[statement["id"]] = memory.content
         wanted = contents[item["current"]]
-        if _first(owner, item["question"]) == wanted:
-            with_history += 1
+        asked = max(_dated(statement["created_at"]) for statement in item["history"]) + ASKED_AFTER
+        if _first(owner, item["question"], strategy="hybrid") == wanted:
+            score.hybrid += 1
         else:
-            misses.append(item["id"])
+            score.misses["hybrid"].append(item["id"])
+        if _first(owner, item["question"], strategy="composite", as_of=asked) == wanted:
+            score.composite += 1
+        else:
+            score.misses["composite"].append(item["id"])
         # Before the history rules: every row visible, superseded or not.
         Memory.objects.filter(owner=owner).update(valid_to=None, superseded_by=None)
-        if _first(owner, item["question"]) == wanted:
-            without += 1
-    share, before = with_history / len(questions), without / len(questions)
+        if _first(owner, item["question"], strategy="hybrid") == wanted:
+            score.visible += 1
     print(
-        f"\ncurrent memory first: {with_history}/{len(questions)} = {share:.3f} with history on write; "
-        f"{without}/{len(questions)} = {before:.3f} with superseded rows visible; misses: {misses}"
+        f"\n{name}: current memory first, hybrid {score.hybrid}/{score.total} = {score.share('hybrid'):.3f}, "
+        f"composite {score.composite}/{score.total} = {score.share('composite'):.3f}; "
+        f"hybrid with superseded rows visible {score.visible}/{score.total} = {score.share('visible'):.3f}; "
+        f"misses: {score.misses}"
     )
-    assert share >= FLOOR, misses
-    assert share - before >= MIN_GAIN
+    return score
+
+
+# The measured figures, rounded down (docs/cognitive.md, "Measured"): current_values.json hybrid
+# 91/105 = 0.867, composite 92/105 = 0.876, with superseded rows visible 32/105 = 0.305; the fresh batch
+# hybrid 53/62 = 0.855, composite 52/62 = 0.839, visible 21/62 = 0.339 (24/62 for both strategies
+# when it was first scored, before the rules were widened for it: task H3). The issue's 0.95 is not
+# reached; the misses by cause are in docs/cognitive.md.
+FLOORS = {
+    "current_values.json": {"hybrid": 0.86, "composite": 0.87, "gain": 0.55},
+    "current_values_fresh.json": {"hybrid": 0.85, "composite": 0.83, "gain": 0.50},
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOORS))
+def test_the_current_memory_comes_first(db, name):
+    score = measure(name)
+    floor = FLOORS[name]
+    assert score.share("hybrid") >= floor["hybrid"], score.misses["hybrid"]
+    assert score.share("composite") >= floor["composite"], score.misses["composite"]
+    assert score.share("hybrid") - score.share("visible") >= floor["gain"]
