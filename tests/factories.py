@@ -73,11 +73,15 @@ def unbound_token(scope: str) -> str:
 
 
 def database_store(**kwargs):
-    """The vector store inside the database the suite runs on: sqlite-vec, or PostgreSQL's column
-    (memory/vectorstores/pg_column.py), with the same constructor arguments."""
+    """The vector store inside the database the suite runs on, as the deployment picks it: sqlite-vec,
+    or on PostgreSQL pgvector's store where the extension is usable (``pgvector_status``) and else the
+    plain column (memory/vectorstores/pg_column.py), with the same constructor arguments."""
     from django.db import connection
 
     from memory.vectorstores.pg_column import PgColumnStore
+    from memory.vectorstores.pgvector import PgVectorStore, pgvector_status
     from memory.vectorstores.sqlite_vec import SqliteVecStore
 
-    return PgColumnStore(**kwargs) if connection.vendor == "postgresql" else SqliteVecStore(**kwargs)
+    if connection.vendor != "postgresql":
+        return SqliteVecStore(**kwargs)
+    return PgVectorStore(**kwargs) if pgvector_status()[0] else PgColumnStore(**kwargs)

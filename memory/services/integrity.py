@@ -10,7 +10,10 @@ SQLite's ``PRAGMA integrity_check`` and FTS5's ``integrity-check``; :func:`repai
   its rows, make it rebuild the whole index from ``memories`` (FTS5's ``rebuild``);
 * vectors of gone rows are deleted (sqlite-vec, and the mirrors' sweep);
 * memories marked indexed but without a vector are queued again (``needs_reindex``) and the reindex
-  is scheduled; the mirrors backfill what they lack.
+  is scheduled; the mirrors backfill what they lack;
+* on PostgreSQL with pgvector, ``memory_pgvec`` (the searched copy of ``memory_vec``) is compared
+  with ``memory_vec`` row by row (owner and rowid) and by dimension; its orphan rows are deleted and
+  the missing ones copied again, or the whole table remade when its dimension is not the vectors'.
 
 A damaged database file (``integrity_check`` not ``ok``) is reported, never "repaired": restore a
 backup.
@@ -31,6 +34,7 @@ from memory.retrieval.fts import postgres as fts_postgres
 from memory.services import vectorsync
 from memory.services.indexing import delete_orphan_vectors, schedule_reindex, vector_context
 from memory.vectorstores import registry
+from memory.vectorstores.pgvector import PgVectorStore
 
 logger = logging.getLogger("memory.integrity")
 
@@ -64,6 +68,9 @@ class IndexReport:
     vector_orphans: int
     database_integrity: str
     mirrors: list[MirrorCheck] = field(default_factory=list)
+    # pgvector's copy against memory_vec (``CopyCheck`` as a dict); None where pgvector is not the
+    # database's store.
+    pgvector: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -183,8 +190,22 @@ def verify() -> IndexReport:
         database_integrity=_database_integrity(),
         mirrors=_mirror_checks(vectors, memories, pending),
     )
-    report.problems = _problems(report)
+    copy = _pgvector_store()
+    copy_problems: list[str] = []
+    if copy is not None:
+        check = copy.verify_copy()
+        report.pgvector = {**asdict(check), "ok": not check.problems()}
+        copy_problems = check.problems()
+    report.problems = _problems(report) + copy_problems
     return report
+
+
+def _pgvector_store() -> PgVectorStore | None:
+    """The database's store when it is pgvector (its copy is then what searches read)."""
+    if not dialect.is_postgres():
+        return None
+    store = registry.database_choice().store
+    return store if isinstance(store, PgVectorStore) else None
 
 
 def _problems(report: IndexReport) -> list[str]:
@@ -220,6 +241,7 @@ class Repairs:
     mirrors_swept: dict[str, int] = field(default_factory=dict)
     mirrors_backfilled: dict[str, dict] = field(default_factory=dict)
     reindex_scheduled: bool = False
+    pgvector: dict[str, int | bool] = field(default_factory=dict)
 
 
 def repair(report: IndexReport) -> Repairs:
@@ -258,6 +280,11 @@ def repair(report: IndexReport) -> Repairs:
         days = get_memory_settings().retentionDays
         done.mirrors_swept = vectorsync.sweep_mirrors(retention_days=days)
         done.mirrors_backfilled = vectorsync.backfill_mirrors(retention_days=days)
+    if report.pgvector is not None and not report.pgvector["ok"]:
+        store = _pgvector_store()
+        if store is not None:
+            # Read again: the orphan vectors removed above took their copies with them (triggers).
+            done.pgvector = store.repair_copy(store.verify_copy())
     if done.vectors_requeued or report.pending:
         schedule_reindex()
         done.reindex_scheduled = True

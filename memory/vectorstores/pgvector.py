@@ -8,7 +8,7 @@ change log, so integrity checks, exports, consolidation's ``owner_vectors`` and 
 dimension is known only then, as sqlite-vec's vec0 table):
 
 * ``memory_pgvec (rowid, owner_id, embedding vector(dim))``, ``PARTITION BY LIST (owner_id)``: one
-  partition per owner, made by the owner's first upsert; a search for one owner is pruned to that
+  partition per owner, made (and attached) by the owner's first upsert; a search for one owner is pruned to that
   owner's partition and walks its HNSW graph (``vector_cosine_ops``) only, so other owners' vectors are
   never read (a single HNSW graph filtered by owner walks every owner's nodes);
 * triggers on ``memory_vec`` (``FOLLOW_SQL``) delete or truncate the copies of whatever is deleted or
@@ -17,8 +17,12 @@ dimension is known only then, as sqlite-vec's vec0 table):
   in-process matrices score (``vector @ query``), so scores and order match the plain store; a search
   whose filters hide most candidates lists the visible rows and ranks them exactly in SQL (no index).
 
+A search runs one statement (``PREPARE_SQL``: the column's dimension, the HNSW settings, the asked
+owners' partitions) and then one query per owner. ``verify_copy``/``repair_copy`` compare and mend the
+copy (``manage.py verify_indexes``).
+
 Costs: every vector is stored twice (the ``bytea`` and the ``vector``), and each owner's first vector
-runs a short ``CREATE TABLE … PARTITION OF`` in its write transaction.
+runs a short ``CREATE TABLE`` + ``ATTACH PARTITION`` in its write transaction (``_partitions``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from django.db import DatabaseError, connection, transaction
@@ -147,6 +151,46 @@ def table_dim(cursor: CursorWrapper) -> int | None:
     return int(row[0]) if row is not None else None
 
 
+# One round trip before a search's per-owner queries: the column's dimension (None: no table), the
+# HNSW settings, and which of the asked owners have a partition. Nothing is cached across searches, so
+# a partition made by another process, a dropped or remade table, are seen by the next search.
+PREPARE_SQL = (
+    "SELECT (SELECT a.atttypmod FROM pg_attribute AS a WHERE a.attrelid = to_regclass(%s) "
+    "AND a.attname = 'embedding' AND NOT a.attisdropped), "
+    "set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+    "ARRAY(SELECT name FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NOT NULL)"
+)
+
+
+@dataclass(frozen=True)
+class CopyCheck:
+    """``memory_pgvec`` against ``memory_vec`` (``manage.py verify_indexes``): ``rows`` None when the
+    table does not exist; ``missing`` vectors of ``memory_vec`` without their copy (same owner and
+    rowid), ``orphans`` copies of no vector, ``owners`` how many owners have either; ``dim`` the
+    column's dimension against ``expected_dim``, the vectors' (``memory_vec_meta``)."""
+
+    rows: int | None
+    dim: int | None
+    expected_dim: int | None
+    missing: int
+    orphans: int
+    owners: int
+
+    @property
+    def dim_differs(self) -> bool:
+        return self.rows is not None and self.expected_dim is not None and self.dim != self.expected_dim
+
+    def problems(self) -> list[str]:
+        found = []
+        if self.dim_differs:
+            found.append(f"{PGVEC} holds dimension {self.dim}, the vectors have {self.expected_dim}")
+        if self.missing:
+            found.append(f"{self.missing} vectors have no copy in {PGVEC} ({self.owners} owners differ)")
+        if self.orphans:
+            found.append(f"{self.orphans} rows of {PGVEC} copy no vector ({self.owners} owners differ)")
+        return found
+
+
 class PgVectorStore(PgColumnStore):
     """pgvector's HNSW per owner partition over a copy of ``memory_vec``; the same contract."""
 
@@ -191,21 +235,29 @@ class PgVectorStore(PgColumnStore):
             )
 
     def _partitions(self, cursor: CursorWrapper, owners: set[str]) -> None:
-        """Make the partitions of ``owners`` that do not exist yet (under one lock: two writers of a
-        new owner make it once)."""
-        missing = []
-        for owner in sorted(owners):
-            cursor.execute("SELECT to_regclass(%s)", [partition_name(owner)])
-            if cursor.fetchone()[0] is None:
-                missing.append(owner)
-        if not missing:
-            return
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [PGVEC])
-        for owner in missing:
-            cursor.execute(
-                f"CREATE TABLE IF NOT EXISTS {partition_name(owner)} PARTITION OF {PGVEC} "
-                f"FOR VALUES IN ('{_uuid(owner)}')"
-            )
+        """Make the partitions of ``owners`` that do not exist yet.
+
+        Each is made as a table of its own, then attached: ``CREATE TABLE … PARTITION OF`` would hold an
+        ACCESS EXCLUSIVE lock on ``memory_pgvec`` until the write commits, stopping every other owner's
+        writes and searches; ``ATTACH PARTITION`` takes SHARE UPDATE EXCLUSIVE, which they do not wait
+        for (two new owners' writers still wait for each other). An advisory lock per owner, taken in
+        owner order, makes two writers of one new owner make it once (``IF NOT EXISTS`` alone races on
+        the catalog's unique index)."""
+        names = {owner: partition_name(owner) for owner in owners}
+        cursor.execute(
+            "SELECT name FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NULL",
+            [sorted(names.values())],
+        )
+        missing = {name for (name,) in cursor.fetchall()}
+        for owner in sorted(o for o, name in names.items() if name in missing):
+            table = names[owner]
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))", [PGVEC, table])
+            cursor.execute("SELECT to_regclass(%s) IS NULL", [table])
+            if not cursor.fetchone()[0]:
+                continue  # made by the writer we waited for
+            cursor.execute(f"CREATE TABLE {table} (LIKE {PGVEC} INCLUDING DEFAULTS INCLUDING CONSTRAINTS)")
+            # The parent's primary key and HNSW index are made on the (empty) table as it is attached.
+            cursor.execute(f"ALTER TABLE {PGVEC} ATTACH PARTITION {table} FOR VALUES IN ('{_uuid(owner)}')")
 
     def _write(self, cursor: CursorWrapper, rows: list[tuple[int, str, str]], *, new: bool) -> None:
         self._partitions(cursor, {owner for _, owner, _ in rows})
@@ -216,14 +268,16 @@ class PgVectorStore(PgColumnStore):
             f"INSERT INTO {PGVEC} (rowid, owner_id, embedding) VALUES (%s, %s, %s::vector)", rows
         )
 
-    def _copy_all(self, cursor: CursorWrapper) -> None:
-        """Fill ``memory_pgvec`` from ``memory_vec`` (a switch from pg-column, a new dimension)."""
+    def _copy_all(self, cursor: CursorWrapper, *, missing_only: str = "TRUE") -> int:
+        """Fill ``memory_pgvec`` from ``memory_vec`` (a switch from pg-column, a new dimension; with
+        ``missing_only``, an SQL condition, only those rows); returns how many were copied."""
         int8 = self.is_int8()
         after = -1
         copied = 0
         while True:
             cursor.execute(
-                f"SELECT rowid, owner_id, embedding FROM {TABLE} WHERE rowid > %s ORDER BY rowid LIMIT %s",
+                f"SELECT rowid, owner_id, embedding FROM {TABLE} WHERE rowid > %s AND {missing_only} "
+                "ORDER BY rowid LIMIT %s",
                 [after, COPY_CHUNK],
             )
             found = cursor.fetchall()
@@ -237,6 +291,52 @@ class PgVectorStore(PgColumnStore):
             copied += len(rows)
             after = int(found[-1][0])
         logger.info("%s vectors copied into %s", copied, PGVEC)
+        return copied
+
+    def verify_copy(self) -> CopyCheck:
+        """Compare ``memory_pgvec`` with ``memory_vec`` (read only; two queries)."""
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT active_dim FROM memory_vec_meta WHERE id = 1")
+            meta = cursor.fetchone()
+            expected = int(meta[0]) if meta is not None and meta[0] is not None else None
+            held = table_dim(cursor)
+            if held is None:
+                cursor.execute(f"SELECT count(*), count(DISTINCT owner_id) FROM {TABLE}")
+                missing, owners = (int(v) for v in cursor.fetchone())
+                return CopyCheck(None, None, expected, missing, 0, owners)
+            cursor.execute(
+                "SELECT count(c.rowid), count(*) FILTER (WHERE c.rowid IS NULL), "
+                "count(*) FILTER (WHERE v.rowid IS NULL), "
+                "count(DISTINCT coalesce(v.owner_id, c.owner_id)) FILTER (WHERE c.rowid IS NULL OR v.rowid IS NULL) "
+                f"FROM {TABLE} AS v FULL JOIN {PGVEC} AS c ON c.owner_id = v.owner_id AND c.rowid = v.rowid"
+            )
+            rows, missing, orphans, owners = (int(v) for v in cursor.fetchone())
+        return CopyCheck(rows, held, expected, missing, orphans, owners)
+
+    @transaction.atomic
+    def repair_copy(self, check: CopyCheck) -> dict[str, int | bool]:
+        """Make ``memory_pgvec`` a copy of ``memory_vec`` again: remade and filled when it is missing
+        or of another dimension, else its orphan rows deleted and the missing ones copied."""
+        done: dict[str, int | bool] = {"rebuilt": False, "orphans_removed": 0, "copied": 0}
+        with connection.cursor() as cursor:
+            if check.expected_dim is not None and (check.rows is None or check.dim_differs):
+                self._create(cursor, check.expected_dim)
+                done["rebuilt"] = True
+                done["copied"] = self._copy_all(cursor)
+                return done
+            if check.rows is None:
+                return done  # nothing was ever embedded: ensure() makes the table
+            cursor.execute(
+                f"DELETE FROM {PGVEC} AS c WHERE NOT EXISTS "
+                f"(SELECT 1 FROM {TABLE} AS v WHERE v.owner_id = c.owner_id AND v.rowid = c.rowid)"
+            )
+            done["orphans_removed"] = cursor.rowcount
+            done["copied"] = self._copy_all(
+                cursor,
+                missing_only=f"NOT EXISTS (SELECT 1 FROM {PGVEC} AS c "
+                f"WHERE c.owner_id = {TABLE}.owner_id AND c.rowid = {TABLE}.rowid)",
+            )
+        return done
 
     @transaction.atomic
     def upsert(self, items: Sequence[VectorItem], *, new: bool = False) -> None:
@@ -264,13 +364,6 @@ class PgVectorStore(PgColumnStore):
     def _ready(self, cursor: CursorWrapper, state: StoreState) -> bool:
         return state.dim is not None and table_dim(cursor) == state.dim
 
-    def _tune(self, cursor: CursorWrapper, candidates: int) -> None:
-        ef = max(EF_SEARCH_MIN, min(EF_SEARCH_MAX, 2 * candidates))
-        cursor.execute(
-            "SELECT set_config('hnsw.ef_search', %s, false), set_config('hnsw.iterative_scan', 'relaxed_order', false)",
-            [str(ef)],
-        )
-
     def _rescore(self, rows: list[tuple], query: np.ndarray, k: int) -> list[VectorHit]:
         if not rows:
             return []
@@ -282,18 +375,17 @@ class PgVectorStore(PgColumnStore):
         self, cursor: CursorWrapper, owners: list[str], query: np.ndarray, k: int, state: StoreState
     ) -> list[VectorHit]:
         """Each owner's ``k`` nearest from its own partition's HNSW graph, re-scored exactly."""
-        if not self._ready(cursor, state):
+        candidates = k + RESCORE_MARGIN
+        ef = max(EF_SEARCH_MIN, min(EF_SEARCH_MAX, 2 * candidates))
+        cursor.execute(PREPARE_SQL, [PGVEC, str(ef), [partition_name(owner) for owner in owners]])
+        held, _, _, tables = cursor.fetchone()
+        if state.dim is None or held is None or int(held) != state.dim:
             return super()._nearest(cursor, owners, query, k, state)
         literal = vector_literal(query)
-        self._tune(cursor, k + RESCORE_MARGIN)
-        # The owners that have a partition (the others have no vector yet).
-        cursor.execute(
-            "SELECT name FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NOT NULL",
-            [[partition_name(owner) for owner in owners]],
-        )
         hits: list[VectorHit] = []
-        for (table,) in cursor.fetchall():
-            cursor.execute(*owner_query(table, literal, k + RESCORE_MARGIN))
+        # The owners without a partition have no vector yet.
+        for table in tables:
+            cursor.execute(*owner_query(table, literal, candidates))
             hits.extend(self._rescore(cursor.fetchall(), query, k))
         hits.sort(key=lambda hit: hit.score, reverse=True)
         return hits[:k]

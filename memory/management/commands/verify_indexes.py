@@ -10,8 +10,8 @@ from memory.services.integrity import repair, verify
 
 class Command(BaseCommand):
     help = (
-        "Compare memories with their FTS documents, sqlite-vec vectors and mirror (Qdrant) points, and run "
-        "PRAGMA integrity_check and FTS5's integrity-check. Exits 1 when something disagrees (after --fix: "
+        "Compare memories with their FTS documents, vectors (and pgvector's copy of them) and mirror (Qdrant) "
+        "points, and run PRAGMA integrity_check and FTS5's integrity-check. Exits 1 when something disagrees (after --fix: "
         "when something is still wrong)."
     )
 
@@ -20,7 +20,7 @@ class Command(BaseCommand):
             "--fix",
             action="store_true",
             help="index missing FTS rows (or rebuild the FTS index), delete vectors and points of gone "
-            "memories, requeue memories without a vector",
+            "memories, requeue memories without a vector, re-copy pgvector's missing rows and delete its orphans",
         )
         parser.add_argument("--json", action="store_true", dest="as_json", help="print the report as JSON")
 
@@ -55,6 +55,13 @@ class Command(BaseCommand):
         for mirror in report["mirrors"]:
             state = mirror["error"] or f"{mirror['points']} points for {mirror['expected']} vectors"
             self.stdout.write(f"{head}{mirror['name']}: {state}")
+        copy = report.get("pgvector")
+        if copy is not None:
+            rows = "no table" if copy["rows"] is None else f"{copy['rows']} rows, dimension {copy['dim']}"
+            self.stdout.write(
+                f"{head}memory_pgvec: {rows} ({copy['missing']} missing, {copy['orphans']} orphans, "
+                f"{copy['owners']} owners differ)"
+            )
         for problem in report["problems"]:
             self.stdout.write(f"{head}problem: {problem}")
         if report["ok"]:
