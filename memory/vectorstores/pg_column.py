@@ -17,7 +17,9 @@ and bookkeeping this store shares):
 * an owner too large for the cache budget (``MEMORY_VEC_CACHE_MB``) is scanned from the table in
   numpy, where sqlite-vec runs vec0's KNN: PostgreSQL has no vector search of its own here;
 * the log's ids of one owner are committed in order by the migration's insert trigger (a lock per
-  owner until commit), which the replay needs with more than one writer.
+  owner until commit), which the replay needs with more than one writer;
+* the visibility check of the nearest rows reads them by primary key first, whatever the planner's
+  statistics say (``_visible``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from memory.models import VectorMeta
 from memory.vectorstores.base import VectorHit, VectorItem
 from memory.vectorstores.owner_matrix import LOG, TABLE, best_hits, decode
 from memory.vectorstores.sqlite_vec import SqliteVecStore
-from memory.visibility import owner_hex
+from memory.visibility import Visibility, owner_hex
 
 logger = logging.getLogger("memory.vectorstores")
 
@@ -90,6 +92,21 @@ class PgColumnStore(SqliteVecStore):
                     "SELECT owner_id, rowid, NULL FROM removed ORDER BY owner_id, rowid",
                     [part],
                 )
+
+    def _visible(self, cursor: CursorWrapper, visibility: Visibility, seqs: list[int]) -> set[int]:
+        """Which of the nearest ``seqs`` the filters let through. The candidates are read by primary key
+        before the filters apply (a materialised CTE): on tables without statistics (never analysed, as
+        on a server without autovacuum right after a bulk load) the planner took the owner's index
+        instead and read every row of the owner to keep 20 (docs/deployment.md "Scale figures")."""
+        if not seqs:
+            return set()
+        conditions, params = visibility.sql("m")
+        cursor.execute(
+            f"WITH candidates AS MATERIALIZED (SELECT * FROM memories WHERE seq = ANY(%s)) "
+            f"SELECT m.seq FROM candidates AS m WHERE {' AND '.join(conditions)}",
+            [[int(seq) for seq in seqs], *params],
+        )
+        return {int(row[0]) for row in cursor.fetchall()}
 
     def _knn(
         self, cursor: CursorWrapper, owner: str, query: np.ndarray, k: int, int8: bool
