@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
+import uuid
+
 import pytest
 from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
@@ -10,7 +15,7 @@ from django.contrib.auth.models import AnonymousUser
 
 from dashboard.consumers import StudioConsumer
 from dashboard.live import ALL_OWNERS_GROUP, REINDEX_GROUP, owner_group
-from memory.signals import reindex_progress
+from memory.signals import memory_changed, reindex_progress
 from tests.factories import make_memory
 
 
@@ -136,3 +141,37 @@ def test_the_health_probe_is_not_relayed(db, django_capture_on_commit_callbacks)
         run_health_check()
     with pytest.raises(TimeoutError):
         received(layer, everyone, timeout=0.2)
+
+
+def test_a_request_thread_relays_without_waiting_for_the_busy_server_loop():
+    # Under load the server's event loop is busy with other connections; a write's thread used to wait
+    # for it (async_to_sync) before answering. Now the send is handed to the loop and runs when it can.
+    owner = uuid.uuid4()
+
+    async def scenario():
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add(owner_group(owner), channel)
+        loop = asyncio.get_running_loop()
+        loop_free = threading.Event()
+
+        def request() -> float:
+            loop.call_soon_threadsafe(loop_free.wait, 5)  # the loop is busy until the request has relayed
+            started = time.monotonic()
+            memory_changed.send(sender=None, action="created", owner_id=owner, memory_id=None)
+            took = time.monotonic() - started
+            loop_free.set()
+            return took
+
+        took = await sync_to_async(request, thread_sensitive=False)()
+        message = await asyncio.wait_for(layer.receive(channel), 1)
+        return took, message
+
+    took, message = async_to_sync(scenario)()
+    assert took < 1
+    assert message == {
+        "type": "memory.changed",
+        "action": "created",
+        "owner_id": str(owner),
+        "memory_id": None,
+    }
