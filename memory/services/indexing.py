@@ -45,7 +45,7 @@ from memory.signals import reindex_progress
 from memory.vectorstores.base import VectorItem, VectorStore
 from memory.vectorstores.registry import active_store, database_choice
 from memory.visibility import owner_hex
-from omniroute.db.locking import DatabaseBusy, write_deadline
+from omniroute.db.locking import DatabaseBusy, write_deadline, writers_waiting
 
 logger = logging.getLogger("memory.indexing")
 
@@ -428,6 +428,11 @@ def lazy_index(owner_ids: Iterable[uuid.UUID | str] | None, ctx: VectorContext, 
     more = len(seqs) >= limit
     if not seqs or index_signature(ctx).stale:
         # A stale index is rebuilt by the reindex, never on a read.
+        return LazyIndexed(0, len(seqs), more)
+    if writers_waiting():  # before any embedding
+        # Writes of this process queue for the lock: a read's embedding would take a turn from them (and
+        # the cores from the request that holds it). The background indexing embeds these rows anyway.
+        logger.info("lazy embedding of %s memories left to the background: writers wait", len(seqs))
         return LazyIndexed(0, len(seqs), more)
     pending = list(Memory.objects.filter(seq__in=seqs).only("seq", "owner_id", "content"))
     try:

@@ -24,6 +24,7 @@ from django.utils import timezone
 from memory.conf import update_memory_settings
 from memory.models import ApiKey, ManagementToken, Memory
 from memory.services.auth import LAST_USES, authenticate_api_key, flush_last_uses
+from memory.services.indexing import lazy_index, vector_context
 from memory.services.memories import (
     BULK_CHUNK_ITEMS,
     BULK_CHUNK_ITEMS_CONTENDED,
@@ -150,6 +151,65 @@ def test_writers_waiting_counts_the_writers_queued_for_the_lock(no_embeddings):
     assert not errors
     assert Memory.objects.filter(owner=owner).count() == 2
     assert BULK_CHUNK_ITEMS_CONTENDED < BULK_CHUNK_ITEMS
+
+
+def test_a_read_leaves_pending_embeddings_to_the_background_while_writers_wait(transactional_db, caplog):
+    """A read embeds a few pending memories when the lock is free (``lazy_index``); while writes of the
+    process queue for the lock it embeds none, so it neither takes a turn from them nor the cores from
+    the write that holds it."""
+    update_memory_settings({"embeddingSource": "static"})
+    ctx = vector_context()
+    assert ctx.usable
+    owner, _ = ApiKey.issue(name="reader")
+    for i in range(3):
+        memory_create(MemoryInput(owner=owner, content=f"a fact waiting for its vector {i}"))
+    Memory.objects.filter(owner=owner).update(needs_reindex=True)
+    holding, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                memory_create(MemoryInput(owner=owner, content="the holder's write"))
+                holding.set()
+                release.wait(10)
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def write() -> None:
+        try:
+            memory_create(MemoryInput(owner=owner, content="a queued write"))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    queued = threading.Thread(target=write)
+    try:
+        assert holding.wait(10)
+        queued.start()
+        deadline = time.monotonic() + 5
+        while writers_waiting() != 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert writers_waiting() == 1
+        with caplog.at_level("INFO", logger="memory.indexing"):
+            during = lazy_index({owner.pk}, ctx, limit=16)
+    finally:
+        release.set()
+        holder.join(10)
+        if queued.ident is not None:
+            queued.join(10)
+    assert not errors
+    assert (during.indexed, during.left) == (0, 3)
+    # Left before any embedding (formerly it embedded them, then gave up on the lock after 50 ms).
+    assert "lazy embedding of 3 memories left to the background: writers wait" in caplog.text
+    after = lazy_index({owner.pk}, ctx, limit=16)
+    assert (after.indexed, after.left) == (3, 0)  # the two writes were embedded by their own task
+    assert not Memory.objects.filter(owner=owner, needs_reindex=True).exists()
 
 
 def test_a_chunk_is_all_or_nothing_and_a_failed_bulk_keeps_the_chunks_before_it(no_embeddings):
