@@ -107,10 +107,11 @@ def test_a_single_write_is_served_between_the_chunks_of_a_bulk_import(no_embeddi
     assert Memory.objects.filter(owner=bulk_owner).count() == 3000
 
 
-def test_writers_waiting_counts_the_writers_queued_for_the_lock(no_embeddings):
-    """What a bulk import reads before each chunk: while writers wait, its chunks shrink to
-    ``BULK_CHUNK_ITEMS_CONTENDED``, so each of them waits for a small chunk only."""
-    owner, _ = ApiKey.issue(name="writer")
+@contextmanager
+def one_writer_queued(owner: ApiKey) -> Iterator[dict[str, int]]:
+    """A write of ``owner`` holds this process's write lock (its transaction left open) and a second
+    waits for its turn, for the block; then both commit. Yields what ``writers_waiting`` said before
+    the second queued (``before``) and once it had (``queued``)."""
     holding, release = threading.Event(), threading.Event()
     errors: list[BaseException] = []
 
@@ -133,22 +134,33 @@ def test_writers_waiting_counts_the_writers_queued_for_the_lock(no_embeddings):
         finally:
             connection.close()
 
-    holder = threading.Thread(target=hold)
+    holder, queued = threading.Thread(target=hold), threading.Thread(target=write)
     holder.start()
-    assert holding.wait(10)
-    assert writers_waiting() == 0  # the holder holds the turn; nobody waits yet
-    queued = threading.Thread(target=write)
-    queued.start()
-    deadline = time.monotonic() + 5
-    while writers_waiting() != 1 and time.monotonic() < deadline:
-        time.sleep(0.005)
-    seen = writers_waiting()
-    release.set()
-    holder.join(10)
-    queued.join(10)
-    assert seen == 1
-    assert writers_waiting() == 0
+    try:
+        assert holding.wait(10)
+        seen = {"before": writers_waiting()}
+        queued.start()
+        deadline = time.monotonic() + 5
+        while writers_waiting() != 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        seen["queued"] = writers_waiting()
+        yield seen
+    finally:
+        release.set()
+        holder.join(10)
+        if queued.ident is not None:
+            queued.join(10)
     assert not errors
+
+
+def test_writers_waiting_counts_the_writers_queued_for_the_lock(no_embeddings):
+    """What a bulk import reads before each chunk: while writers wait, its chunks shrink to
+    ``BULK_CHUNK_ITEMS_CONTENDED``, so each of them waits for a small chunk only."""
+    owner, _ = ApiKey.issue(name="writer")
+    with one_writer_queued(owner) as seen:
+        pass
+    assert seen == {"before": 0, "queued": 1}  # the holder holds the turn; then one waits
+    assert writers_waiting() == 0
     assert Memory.objects.filter(owner=owner).count() == 2
     assert BULK_CHUNK_ITEMS_CONTENDED < BULK_CHUNK_ITEMS
 
@@ -164,46 +176,10 @@ def test_a_read_leaves_pending_embeddings_to_the_background_while_writers_wait(t
     for i in range(3):
         memory_create(MemoryInput(owner=owner, content=f"a fact waiting for its vector {i}"))
     Memory.objects.filter(owner=owner).update(needs_reindex=True)
-    holding, release = threading.Event(), threading.Event()
-    errors: list[BaseException] = []
-
-    def hold() -> None:
-        try:
-            with transaction.atomic():
-                memory_create(MemoryInput(owner=owner, content="the holder's write"))
-                holding.set()
-                release.wait(10)
-        except BaseException as exc:  # reported by the assertion below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    def write() -> None:
-        try:
-            memory_create(MemoryInput(owner=owner, content="a queued write"))
-        except BaseException as exc:
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    queued = threading.Thread(target=write)
-    try:
-        assert holding.wait(10)
-        queued.start()
-        deadline = time.monotonic() + 5
-        while writers_waiting() != 1 and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert writers_waiting() == 1
+    with one_writer_queued(owner) as seen:
+        assert seen["queued"] == 1
         with caplog.at_level("INFO", logger="memory.indexing"):
             during = lazy_index({owner.pk}, ctx, limit=16)
-    finally:
-        release.set()
-        holder.join(10)
-        if queued.ident is not None:
-            queued.join(10)
-    assert not errors
     assert (during.indexed, during.left) == (0, 3)
     # Left before any embedding (formerly it embedded them, then gave up on the lock after 50 ms).
     assert "lazy embedding of 3 memories left to the background: writers wait" in caplog.text
