@@ -194,8 +194,8 @@ def verify() -> IndexReport:
     copy_problems: list[str] = []
     if copy is not None:
         check = copy.verify_copy()
-        report.pgvector = {**asdict(check), "ok": not check.problems()}
         copy_problems = check.problems()
+        report.pgvector = {**asdict(check), "ok": not copy_problems}
     report.problems = _problems(report) + copy_problems
     return report
 

@@ -240,9 +240,9 @@ class PgVectorStore(PgColumnStore):
         Each is made as a table of its own, then attached: ``CREATE TABLE … PARTITION OF`` would hold an
         ACCESS EXCLUSIVE lock on ``memory_pgvec`` until the write commits, stopping every other owner's
         writes and searches; ``ATTACH PARTITION`` takes SHARE UPDATE EXCLUSIVE, which they do not wait
-        for (two new owners' writers still wait for each other). An advisory lock per owner, taken in
-        owner order, makes two writers of one new owner make it once (``IF NOT EXISTS`` alone races on
-        the catalog's unique index); the parent's lock is taken before them (see below)."""
+        for. That lock, taken first, also queues the writers that make partitions one behind the other
+        (it conflicts with itself), so a writer that waited sees, checking again, the partition the one
+        before it made (``IF NOT EXISTS`` alone races on the catalog's unique index)."""
         names = {owner: partition_name(owner) for owner in owners}
         cursor.execute(
             "SELECT name FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NULL",
@@ -250,12 +250,9 @@ class PgVectorStore(PgColumnStore):
         )
         missing = {name for (name,) in cursor.fetchall()}
         if missing:
-            # The lock ATTACH takes, taken first: a writer holds it before any owner's advisory lock, so
-            # two transactions that each make several partitions queue here instead of deadlocking.
             cursor.execute(f"LOCK TABLE ONLY {PGVEC} IN SHARE UPDATE EXCLUSIVE MODE")
         for owner in sorted(o for o, name in names.items() if name in missing):
             table = names[owner]
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))", [PGVEC, table])
             cursor.execute("SELECT to_regclass(%s) IS NULL", [table])
             if not cursor.fetchone()[0]:
                 continue  # made by the writer we waited for
