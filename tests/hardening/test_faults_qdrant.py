@@ -80,10 +80,17 @@ def timed_chat(owner) -> tuple[float, dict, list[str]]:
 def test_a_hung_qdrant_is_left_out_after_two_timeouts_and_every_chat_says_why(indexed, qdrant_server, alice):
     qdrant_server.mode = "hang"
     enable_qdrant(qdrant_server)
-    chats = [timed_chat(alice) for _ in range(10)]
+    chats, asked = [], []
+    for _ in range(10):
+        chats.append(timed_chat(alice))
+        asked.append(len(qdrant_server.requests))
 
-    slow = [elapsed for elapsed, _, _ in chats if elapsed > 0.5]
-    assert len(slow) == 2 and all(s < 1.8 for s in slow)  # one probe timeout each, then the circuit opens
+    # One hung probe each for the first two chats (each waits its 1 s timeout once), then the circuit
+    # opens and no chat asks Qdrant again, so none waits. Counted requests, not wall time, say "once":
+    # a loaded machine stretches the rest of a chat, never the number of calls.
+    assert asked == [1, 2] + [2] * 8
+    assert all(elapsed >= 0.9 for elapsed, _, _ in chats[:2])
+    assert all(elapsed < 0.9 for elapsed, _, _ in chats[2:])
     for _, resolution, found in chats:
         assert found == ["kiwi smoothie recipe with mint"]
         assert resolution["vectorStore"] == database_store().name and resolution["strategyUsed"] == "hybrid"
@@ -91,7 +98,6 @@ def test_a_hung_qdrant_is_left_out_after_two_timeouts_and_every_chat_says_why(in
         assert resolution["fallbackReason"].endswith(f"— searching {database_store().name}")
     assert "timed out after 1 s" in chats[0][1]["fallbackReason"]
     assert "circuit open after 2 failures in a row" in chats[-1][1]["fallbackReason"]
-    assert len(qdrant_server.requests) == 2
 
 
 def test_a_qdrant_whose_searches_hang_stops_costing_chats_their_timeout(indexed, qdrant_server, alice):
@@ -100,18 +106,22 @@ def test_a_qdrant_whose_searches_hang_stops_costing_chats_their_timeout(indexed,
         (200, {"result": {"collections": []}, "status": "ok", "time": 0}) if path == "/collections" else None
     )
     enable_qdrant(qdrant_server)
+
+    def hung() -> int:
+        return sum(path != "/collections" for _, path in qdrant_server.requests)
+
     first, resolution, found = timed_chat(alice)
-    assert 0.9 <= first < 1.8 and found == ["kiwi smoothie recipe with mint"]
+    assert first >= 0.9 and hung() == 1 and found == ["kiwi smoothie recipe with mint"]
     assert (
         "qdrant search failed" in resolution["fallbackReason"]
         and resolution["vectorStore"] == database_store().name
     )
     second, _, _ = timed_chat(alice)
-    assert second >= 0.9
+    assert second >= 0.9 and hung() == 2
 
     for _ in range(4):
         elapsed, resolution, found = timed_chat(alice)
-        assert elapsed < 0.5 and found == ["kiwi smoothie recipe with mint"]
+        assert hung() == 2 and elapsed < 0.9 and found == ["kiwi smoothie recipe with mint"]
         assert "circuit open" in resolution["fallbackReason"]
 
 
@@ -149,7 +159,7 @@ def test_the_probe_brings_qdrant_back_without_a_chat_waiting(indexed, qdrant_ser
     qdrant_server.mode = "ok"
     time.sleep(0.35)
     elapsed, resolution, _ = timed_chat(alice)
-    assert elapsed < 0.5 and "circuit half-open" in resolution["fallbackReason"]
+    assert elapsed < 0.9 and "circuit half-open" in resolution["fallbackReason"]
     deadline = time.monotonic() + 5
     while breaker.state != "closed" and time.monotonic() < deadline:
         time.sleep(0.02)

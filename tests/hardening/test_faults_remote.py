@@ -161,18 +161,19 @@ def test_a_hung_endpoint_costs_one_timeout_then_none_and_keyword_search_answers(
     remote.mode = "hang"
 
     first, resolution, found = timed_chat(alice)
-    # One wait of the configured timeout (the query), not two (query and the memories still to embed).
-    assert 0.9 <= first < 1.8
+    # One wait of the configured timeout (the query), not two (query and the memories still to embed):
+    # counted as requests, since a loaded machine stretches the rest of a chat but not their number.
+    assert first >= 0.9 and len(remote.requests) == 1
     assert found == ["kiwi smoothie recipe with mint"]
     assert resolution["strategyUsed"] == "keyword" and "timed out" in resolution["fallbackReason"]
 
     second, _, _ = timed_chat(alice)
-    assert 0.9 <= second < 1.8  # the second failure in a row opens the circuit
+    assert second >= 0.9 and len(remote.requests) == 2  # the second failure in a row opens the circuit
     asked = len(remote.requests)
 
     for _ in range(5):
         elapsed, resolution, found = timed_chat(alice)
-        assert elapsed < 0.5
+        assert elapsed < 0.9  # under one timeout: nothing waited
         assert found == ["kiwi smoothie recipe with mint"]
         assert resolution["strategyUsed"] == "keyword"
         assert "circuit open after 2 failures in a row" in resolution["fallbackReason"]
@@ -218,7 +219,7 @@ def test_a_500_falls_back_and_engine_status_says_so_without_the_body(remote, ali
     make_memory(alice, "kiwi smoothie recipe")
     remote.mode = "fail"
     elapsed, resolution, found = timed_chat(alice)
-    assert elapsed < 0.5 and found == ["kiwi smoothie recipe"]
+    assert elapsed < 0.9 and found == ["kiwi smoothie recipe"]
     assert "HTTP 500" in resolution["fallbackReason"] and SECRET_BODY not in resolution["fallbackReason"]
 
     response = read_api.get("/api/memory/engine-status")
@@ -247,14 +248,14 @@ def test_the_probe_closes_the_circuit_once_the_endpoint_answers_again(remote, al
 
     time.sleep(0.35)  # still failing: the probe opens it again
     elapsed, resolution, _ = timed_chat(alice)
-    assert elapsed < 0.5 and "circuit half-open" in resolution["fallbackReason"]
+    assert elapsed < 0.9 and "circuit half-open" in resolution["fallbackReason"]
     assert wait_for(lambda: breaker.state == "open")
     assert breaker.snapshot()["failures"] == 3
 
     remote.mode = "ok"
     time.sleep(0.35)
     elapsed, resolution, _ = timed_chat(alice)
-    assert elapsed < 0.5 and resolution["strategyUsed"] == "keyword"  # the probe runs beside it
+    assert elapsed < 0.9 and resolution["strategyUsed"] == "keyword"  # the probe runs beside it
     assert wait_for(lambda: breaker.state == "closed")
     assert ("POST", "/v1/embeddings") in remote.requests
 
