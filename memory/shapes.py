@@ -122,6 +122,7 @@ class HitDict(MemoryRefDict):
     answerType: bool
     belowFloor: bool
     signals: SignalsDict | None
+    foundThrough: str | None
 
 
 def hit_json(hit: Hit) -> HitDict:
@@ -136,6 +137,7 @@ def hit_json(hit: Hit) -> HitDict:
         "answerType": hit.answer_type,
         "belowFloor": hit.below_floor,
         "signals": hit.signals.as_dict() if hit.signals is not None else None,
+        "foundThrough": None if hit.found_through is None else str(hit.found_through.uuid),
     }
 
 

@@ -180,6 +180,13 @@ class PreviewHitSerializer(serializers.Serializer):
     signals = HitSignalsSerializer(
         allow_null=True, help_text="Composite only: the signals of the score; null for other strategies."
     )
+    foundThrough = serializers.UUIDField(
+        allow_null=True,
+        help_text=(
+            "The superseded memory the query matched, whose place this current memory took (its scores "
+            "are that match's); null when the memory matched itself."
+        ),
+    )
 
 
 class PreviewResponseSerializer(serializers.Serializer):

@@ -147,6 +147,9 @@ RULES: tuple[ChangeRule, ...] = (
     ),
     _r(rf"\bworked\s+(?:at|for)\s+{_NAME}\s+(?:[a-z0-9 ]+\s)?before\s+this\b", "employer", positive=False),
     _r(rf"\bne\s+travaille\s+plus\s+(?:chez|pour|à)\s+{_NAME}{_END}", "employer", positive=False),
+    # a move that names what it left: "moved from Red Hat to SUSE" ends the job at Red Hat (and only
+    # a memory that named Red Hat as the employer is concerned)
+    _r(rf"\b(?:moved|switched|went)\s+(?:over\s+)?from\s+{_NAME}\s+to\s+", "employer", positive=False),
     _r(
         r"\b(?:quit|quitting|leave|leaving)\s+(?P<v>teaching|nursing|coding|law|medicine)\b",
         "role",
@@ -257,6 +260,11 @@ RULES: tuple[ChangeRule, ...] = (
         positive=False,
     ),
     _r(rf"{_ME}(?:i\s+)?(?P<v>smoke|drink\s+coffee|go\s+to\s+the\s+gym|run)\b", "do:{v}"),
+    # a habit taken up again: "I'm back at the gym", "back to running"
+    _r(
+        r"\b(?:i['’]m|i\s+am|we['’]re)\s+(?:finally\s+)?back\s+(?:at|to|in)\s+(?:the\s+)?(?P<v>gym|[a-z]+ing)\b",
+        "do:{v}",
+    ),
     _r(r"\b(?:i['’]m|i\s+am)\s+learning\s+(?P<v>[a-z]+)\b", "do:{v}"),
     _r(r"\b(?:i['’]m|i\s+am|we['’]re)\s+on\s+(?P<v>[a-z]+)\s+now\b", "tool:{v}"),
     _r(r"\b(?:i['’]m|i\s+am)\s+an?\s+(?P<v>[a-z]+)\s+user\b", "tool:{v}"),

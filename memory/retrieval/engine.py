@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sized
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
@@ -38,9 +38,10 @@ from memory.conf import MemorySettings, get_memory_settings
 from memory.embeddings import catalog
 from memory.embeddings.base import EmbeddingError
 from memory.models import Memory
-from memory.retrieval import composite, signals, temporal
+from memory.retrieval import composite, signals, successors, temporal
 from memory.retrieval.budget import estimate_tokens, walk_budget
 from memory.retrieval.fts import fts_search
+from memory.retrieval.fts.search import FtsHit
 from memory.retrieval.fusion import normalized, rrf
 from memory.retrieval.parallel import FtsRequest
 from memory.retrieval.relevance import query_terms, relevance_score
@@ -103,6 +104,8 @@ class Hit:
     below_floor: bool = False
     # Composite only: the signals its score was made of (``score`` is then the composite score).
     signals: composite.Signals | None = None
+    # The superseded memory whose match gave this one its place (memory.retrieval.successors).
+    found_through: Memory | None = None
 
 
 @dataclass
@@ -129,6 +132,11 @@ class Filters(Visibility):
     Expiry stays judged at ``now``: an expired memory is never shown, whatever the date asked."""
 
     as_of: datetime | None = None
+
+    def with_history(self) -> Filters:
+        """These filters with superseded memories visible: what the searches read, so that a match on
+        an old value hands its place to the current one (:mod:`memory.retrieval.successors`)."""
+        return replace(self, include_superseded=True)
 
     @property
     def clock(self) -> datetime:
@@ -157,6 +165,7 @@ class Filters(Visibility):
             session_id=self.session_id,
             created_after=self.created_after,
             valid_at=self.valid_at,
+            include_superseded=self.include_superseded,
         )
         if self.as_of is None:
             return hits
@@ -359,7 +368,8 @@ def _vector_tier(
     depth = max(k, signals.PERIOD_DEPTH) if period is not None else k
     if filters.as_of is not None:
         depth = max(depth, AS_OF_DEPTH)
-    fts = FtsRequest(lambda: filters.fts_search(query, depth)) if strategy == "hybrid" else None
+    searched = filters.with_history()
+    fts = FtsRequest(lambda: searched.fts_search(query, depth)) if strategy == "hybrid" else None
     stores = ctx.search_stores()
     for store, fallback in zip(stores, [*stores[1:], None], strict=True):
         if not store.in_database:
@@ -367,7 +377,7 @@ def _vector_tier(
             # failure moves on to the next store (the database store), else to keyword search.
             then = fallback.name if fallback is not None else "keyword search"
             try:
-                vec = _vector_hits(ctx, store, filters, query, depth, resolution)
+                vec = _vector_hits(ctx, store, searched, query, depth, resolution)
                 if not vec:
                     resolution.fallback(f"{store.name} returned 0 results — falling back to {then}")
             except EmbeddingError as exc:
@@ -387,7 +397,7 @@ def _vector_tier(
                 return _mark_weak(ranked, floor)
             continue
         try:
-            vec = _vector_hits(ctx, store, filters, query, depth, resolution)
+            vec = _vector_hits(ctx, store, searched, query, depth, resolution)
         except EmbeddingError as exc:
             resolution.fallback(f"embedding failed: {exc.message}")
             return None
@@ -442,16 +452,26 @@ def _rank(
     the ``limit`` best rows are loaded as models: building instances was most of the cost of a query.
     """
     if not checked:
-        live = _live(filters, [seq for seq, _ in vec])
+        live = _live(filters.with_history(), [seq for seq, _ in vec])
         vec = [(seq, score) for seq, score in vec if seq in live]
+    deep_fts = fts_request.result() if fts_request is not None else []
+    # The searches read superseded memories too: each hands its place to the current one.
+    handed = successors.current_successors(filters, [seq for seq, _ in vec] + [h.seq for h in deep_fts])
+    via: dict[int, int] = {}
+    if handed:
+        vec = successors.substitute(vec, handed, via)
+        deep_fts = [
+            FtsHit(seq, rank)
+            for seq, rank in successors.substitute([(h.seq, h.rank) for h in deep_fts], handed, via)
+        ]
     deep_vec, vec = vec, vec[:k]
     if strategy == "semantic":
         top = vec[:limit]
         memories = _fetch([seq for seq, _ in top])
-        return [Hit(memories[seq], score, tier, vec_score=score) for seq, score in top if seq in memories]
+        nearest = [Hit(memories[seq], score, tier, vec_score=score) for seq, score in top if seq in memories]
+        return _found_through(nearest, via)
 
     assert fts_request is not None  # hybrid: _vector_tier made one
-    deep_fts = fts_request.result()
     fts = deep_fts[:k]
     keyword = [(h.seq, -h.rank) for h in fts]  # bm25 ranks are negative, better first
     order = [seq for seq, _ in vec] + [seq for seq, _ in keyword]
@@ -485,7 +505,7 @@ def _rank(
     session_scores = dict(session)
     timed = {seq for seq, _ in answer_type}
     memories = _fetch([f.item for f in fused])
-    return [
+    hits = [
         Hit(
             memories[f.item],
             f.score,
@@ -499,18 +519,39 @@ def _rank(
         for f in fused
         if f.item in memories
     ]
+    return _found_through(hits, via)
+
+
+def _found_through(hits: list[Hit], via: dict[int, int]) -> list[Hit]:
+    """Set each hit's ``found_through``: the superseded memory that handed it its place (one query,
+    only when a place was handed on)."""
+    wanted = {via[h.memory.seq] for h in hits if h.memory.seq in via}
+    if wanted:
+        old = Memory.objects.in_bulk(sorted(wanted))
+        for hit in hits:
+            hit.found_through = old.get(via.get(hit.memory.seq, -1))
+    return hits
 
 
 def _fts_tier(filters: Filters, query: str, limit: int, resolution: _Resolution) -> list[Hit] | None:
     if not query_terms(query):
         resolution.fallback("no searchable words in the query: chronological order")
         return None
-    fts = filters.fts_search(query, limit)  # as of a past date, later memories are already cut
+    # As of a past date, later memories are already cut; superseded ones hand their place on.
+    fts = filters.with_history().fts_search(query, limit)
+    handed = successors.current_successors(filters, [h.seq for h in fts])
+    via: dict[int, int] = {}
+    if handed:
+        fts = [
+            FtsHit(seq, rank)
+            for seq, rank in successors.substitute([(h.seq, h.rank) for h in fts], handed, via)
+        ]
     if not fts:
         resolution.fallback("FTS5 found no match")
         return []
     memories = _fetch([h.seq for h in fts])  # fts_search applied every filter
-    return [Hit(memories[h.seq], -h.rank, "fts5", fts_score=h.rank) for h in fts if h.seq in memories]
+    hits = [Hit(memories[h.seq], -h.rank, "fts5", fts_score=h.rank) for h in fts if h.seq in memories]
+    return _found_through(hits, via)
 
 
 def _chronological_tier(

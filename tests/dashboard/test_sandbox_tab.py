@@ -257,3 +257,12 @@ def test_simulate_composite_shows_each_signal_per_hit(studio, alice, facts):
 
 def test_other_strategies_show_no_signals(studio, alice, facts):
     assert "data-signals" not in simulate(studio, alice.pk, "which editor for code").content.decode()
+
+
+def test_a_current_value_found_through_the_one_it_superseded_says_so(studio, alice):
+    old = make_memory(alice, "I work at Google")
+    new = make_memory(alice, "I just started at Stripe")
+    Memory.objects.filter(seq=old.seq).update(valid_to=new.created_at, superseded_by=new)
+    html = simulate(studio, alice.pk, "where do I work", strategy="keyword").content.decode()
+    assert "Stripe" in html and "I work at Google" not in html
+    assert "data-found-through" in html and str(old.uuid) in html

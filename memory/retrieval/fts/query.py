@@ -76,10 +76,16 @@ def read_conditions(
     session_id: str | None = None,
     created_after: datetime | None = None,
     valid_at: datetime | None = None,
+    include_superseded: bool = False,
 ) -> tuple[list[str], list]:
     """The SQL conditions (on the ``memories`` table as ``alias``) and parameters of the read filters
     other than the owner: not expired at ``now``, in ``session_id``, created from ``created_after``,
-    current (or, with ``valid_at``, current at that moment)."""
+    current (or, with ``valid_at``, current at that moment; any with ``include_superseded``)."""
     return Visibility(
-        owner_ids=None, now=now, session_id=session_id, created_after=created_after, valid_at=valid_at
+        owner_ids=None,
+        now=now,
+        session_id=session_id,
+        created_after=created_after,
+        valid_at=valid_at,
+        include_superseded=include_superseded,
     ).sql(alias, owners=False)

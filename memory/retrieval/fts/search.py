@@ -311,17 +311,23 @@ def fts_search(
     created_after: datetime | None = None,
     candidates: int | None = None,
     valid_at: datetime | None = None,
+    include_superseded: bool = False,
 ) -> list[FtsHit]:
     """Live memories matching ``query``, best bm25 first, with every read filter (owner, expiry,
     session, retention) applied: of the owners' ``candidates`` best matches (default
     ``max(limit * 4, 100)``), the first ``limit`` that pass the other filters. Returns [] when the
-    query has no term."""
+    query has no term. ``include_superseded`` reads superseded memories too."""
     terms = query_terms((query or "")[:MAX_QUERY_CHARS])[:MAX_TERMS]
     owners = None if owner_ids is None else [owner_hex(o) for o in owner_ids]
     if not terms or owners == [] or limit <= 0:
         return []
     conditions = read_conditions(
-        "m", now=now, session_id=session_id, created_after=created_after, valid_at=valid_at
+        "m",
+        now=now,
+        session_id=session_id,
+        created_after=created_after,
+        valid_at=valid_at,
+        include_superseded=include_superseded,
     )
     depth = candidates or max(limit * 4, 100)
     if is_postgres():  # the one place that chooses the engine's keyword index

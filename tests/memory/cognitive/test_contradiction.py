@@ -59,6 +59,16 @@ def test_an_ending_supersedes_the_state_it_ends():
     assert pair("I work at Oracle", "I got laid off").kind == "supersedes"
 
 
+def test_a_move_that_names_the_employer_it_left_supersedes_that_job_only():
+    assert pair("I joined Red Hat", "I moved from Red Hat to SUSE").kind == "supersedes"
+    assert pair("I work at Nokia", "I moved from Leeds to Berlin").kind == "compatible"
+
+
+def test_a_habit_taken_up_again_supersedes_its_ending():
+    assert pair("I stopped going to the gym", "I'm back at the gym three times a week").kind == "supersedes"
+    assert pair("I quit running", "I'm back to running on Sundays").kind == "supersedes"
+
+
 def test_an_ending_of_something_else_is_compatible():
     assert pair("I live in Hull", "I don't live in York anymore").kind == "compatible"
 

@@ -87,13 +87,14 @@ def measure(name: str) -> Score:
 
 
 # The measured figures, rounded down (docs/cognitive.md, "Measured"): current_values.json hybrid
-# 91/105 = 0.867, composite 92/105 = 0.876, with superseded rows visible 32/105 = 0.305; the fresh batch
-# hybrid 53/62 = 0.855, composite 52/62 = 0.839, visible 21/62 = 0.339 (24/62 for both strategies
-# when it was first scored, before the rules were widened for it: task H3). The 0.95 is not
-# reached; the misses by cause are in docs/cognitive.md.
+# 98/105 = 0.933, composite 99/105 = 0.943, with superseded rows visible 32/105 = 0.305; the fresh batch
+# hybrid 56/62 = 0.903, composite 55/62 = 0.887, visible 21/62 = 0.339 (24/62 for both strategies
+# when it was first scored, before the rules were widened for it: task H3). Since a match on a
+# superseded memory hands its place to the current one (memory.retrieval.successors). The issue's
+# 0.95 is not reached; the misses by cause are in docs/cognitive.md.
 FLOORS = {
-    "current_values.json": {"hybrid": 0.86, "composite": 0.87, "gain": 0.55},
-    "current_values_fresh.json": {"hybrid": 0.85, "composite": 0.83, "gain": 0.50},
+    "current_values.json": {"hybrid": 0.93, "composite": 0.94, "gain": 0.60},
+    "current_values_fresh.json": {"hybrid": 0.90, "composite": 0.88, "gain": 0.55},
 }
 
 
