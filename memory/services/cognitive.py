@@ -18,13 +18,15 @@ Both run inside the caller's transaction, so a write and what it did to the hist
 
 from __future__ import annotations
 
+import heapq
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import F, Q, Window
+from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
 from memory.cognitive import Statement, analyse, check
@@ -52,6 +54,12 @@ _ALWAYS_LOOKED_UP = ("diet",)
 _JOINERS = frozenset("and or but for with in on at of to from the a an not no my our".split())
 # A slot index row is at most this long (MemorySlot.slot).
 _SLOT_MAX = 200
+# The current memories read per slot for a batch, newest first: a slot that many memories state (a word
+# of a bulk corpus's values) would otherwise load all of them on every chunk of an import, inside its
+# transaction. A new memory only ever looks at the newest MAX_CANDIDATES of each slot; the prefix holds
+# more, so that memories the batch itself supersedes leave enough behind, and a slot whose prefix runs
+# short is read whole (``_Stored.current``): the checks are those of reading every row.
+_SLOT_PREFIX = MAX_CANDIDATES * 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,19 +162,20 @@ def reconcile(written: Sequence[tuple[Memory, Reading]], *, edited: bool = False
     retired: dict[int, Memory] = {}
     slot_rows: list[tuple[uuid.UUID, int, str]] = []
     for owner_id, items in by_owner.items():
-        stored = _current_by_slot(owner_id, {s for _, r in items for s in r.lookups}, exclude=seqs)
+        stored = _Stored(owner_id, {s for _, r in items for s in r.lookups}, exclude=seqs)
         # The batch's own memories become candidates for the ones written after them.
         batch: dict[str, list[Memory]] = {}
         for memory, reading in items:
             candidates: dict[int, Memory] = {}
             for slot in reading.lookups:
-                for pool in (stored.get(slot, ()), batch.get(slot, ())):
+                for pool in (stored.current(slot), batch.get(slot, ())):
                     for old in pool:
                         if old.valid_to is None and old.seq != memory.seq:
                             candidates[old.seq] = old
-            ranked = sorted(candidates.values(), key=lambda m: (_start(m), m.seq), reverse=True)
+            # The newest first ((start, seq) is unique: the same order as sorting them all).
+            ranked = heapq.nlargest(MAX_CANDIDATES, candidates.values(), key=lambda m: (_start(m), m.seq))
             new_statement = _statement(memory)
-            for old in ranked[:MAX_CANDIDATES]:
+            for old in ranked:
                 verdict = check(_statement(old), new_statement)
                 if verdict.kind == "compatible":
                     continue
@@ -214,26 +223,75 @@ def _insert_slots(rows: Sequence[tuple[uuid.UUID, int, str]]) -> None:
         )
 
 
-def _current_by_slot(
-    owner_id: uuid.UUID, slots: Iterable[str], *, exclude: Sequence[int]
-) -> dict[str, list[Memory]]:
-    """The owner's current memories (``valid_to`` null) stating each of ``slots``, in two queries."""
-    slots = list(slots)
-    if not slots:
-        return {}
-    pairs = list(
-        MemorySlot.objects.filter(owner_id=owner_id, slot__in=slots, memory__valid_to__isnull=True)
-        .exclude(memory_id__in=list(exclude))
-        .values_list("slot", "memory_id")
-    )
-    if not pairs:
-        return {}
-    rows = Memory.objects.filter(seq__in={seq for _, seq in pairs}).only(
-        "seq", "owner_id", "content", "key", "type", "created_at", "valid_from", "valid_to", "superseded_by"
-    )
-    memories = {m.seq: m for m in rows}
-    out: dict[str, list[Memory]] = {}
-    for slot, seq in pairs:
-        if seq in memories:
-            out.setdefault(slot, []).append(memories[seq])
-    return out
+_STORED_FIELDS = (
+    "seq",
+    "owner_id",
+    "content",
+    "key",
+    "type",
+    "created_at",
+    "valid_from",
+    "valid_to",
+    "superseded_by",
+)
+
+
+class _Stored:
+    """An owner's current memories (``valid_to`` null) stating each of ``slots``, outside ``exclude``,
+    for one batch of :func:`reconcile`: the newest ``_SLOT_PREFIX`` of each slot in two queries, and a
+    slot read whole when the batch superseded so many of its prefix that fewer than MAX_CANDIDATES are
+    left current there. One instance per memory row, so a supersession seen through one slot is seen
+    through all."""
+
+    def __init__(self, owner_id: uuid.UUID, slots: Iterable[str], *, exclude: Sequence[int]) -> None:
+        self.owner_id = owner_id
+        self.exclude = list(exclude)
+        self.memories: dict[int, Memory] = {}
+        self.by_slot: dict[str, list[Memory]] = {}
+        self.truncated: set[str] = set()
+        slots = list(slots)
+        if not slots:
+            return
+        ranked = Window(
+            RowNumber(),
+            partition_by=[F("slot")],
+            order_by=[Coalesce("memory__valid_from", "memory__created_at").desc(), F("memory_id").desc()],
+        )
+        pairs = list(
+            self._slot_rows(slots)
+            .annotate(rank=ranked)
+            .filter(rank__lte=_SLOT_PREFIX)
+            .values_list("slot", "memory_id")
+        )
+        self._fill(pairs)
+        counts: dict[str, int] = {}
+        for slot, _ in pairs:
+            counts[slot] = counts.get(slot, 0) + 1
+        self.truncated = {slot for slot, n in counts.items() if n >= _SLOT_PREFIX}
+
+    def _slot_rows(self, slots: list[str]):  # noqa: ANN202 - a MemorySlot queryset
+        return MemorySlot.objects.filter(
+            owner_id=self.owner_id, slot__in=slots, memory__valid_to__isnull=True
+        ).exclude(memory_id__in=self.exclude)
+
+    def _fill(self, pairs: list[tuple[str, int]]) -> None:
+        """Add ``(slot, seq)`` rows; a memory already loaded keeps its instance (and what the batch did
+        to it)."""
+        missing = {seq for _, seq in pairs if seq not in self.memories}
+        if missing:
+            for memory in Memory.objects.filter(seq__in=missing).only(*_STORED_FIELDS):
+                self.memories[memory.seq] = memory
+        for slot, seq in pairs:
+            if seq in self.memories:
+                self.by_slot.setdefault(slot, []).append(self.memories[seq])
+
+    def current(self, slot: str) -> list[Memory]:
+        """The memories of ``slot`` to consider now: every one still current among them holds at least
+        the slot's MAX_CANDIDATES newest current memories."""
+        rows = self.by_slot.get(slot, [])
+        if slot in self.truncated and sum(m.valid_to is None for m in rows) < MAX_CANDIDATES:
+            self.truncated.discard(slot)
+            self.by_slot[slot] = []
+            self._fill(list(self._slot_rows([slot]).values_list("slot", "memory_id")))
+            rows = self.by_slot[slot]
+        return rows

@@ -243,3 +243,43 @@ def test_deleting_a_memory_takes_its_slots_and_contradictions_and_counts_only_me
     assert not MemorySlot.objects.filter(memory_id=new.seq).exists()
     event = AuditEvent.objects.get(action="memory.delete")
     assert event.count == 1
+
+
+def test_a_slot_many_memories_state_is_read_by_its_newest_prefix_with_the_same_candidates(alice):
+    """A bulk corpus states one slot in many memories; a batch reads only the newest of them, and reads
+    the slot whole once it superseded so many that fewer than MAX_CANDIDATES are left current: the
+    newest current memories it considers are always those of reading every row."""
+    from memory.services.cognitive import _SLOT_PREFIX, MAX_CANDIDATES, _Stored
+
+    flavours = [f"flavour{i:02d}" for i in range(_SLOT_PREFIX + 13)]
+    memory_bulk_create(
+        [
+            MemoryInput(owner=alice, content=f"I like {name} tea", created_at=T0 + timedelta(hours=i))
+            for i, name in enumerate(flavours)
+        ]
+    )
+    slot = "preference~tea"
+    rows = MemorySlot.objects.filter(owner=alice, slot=slot, memory__valid_to__isnull=True)
+    assert rows.count() == len(flavours)
+
+    def newest(exclude: set[int]) -> list[int]:
+        everything = Memory.objects.filter(seq__in=rows.values("memory_id")).exclude(seq__in=exclude)
+        ordered = sorted(everything, key=lambda m: (m.valid_from or m.created_at, m.seq), reverse=True)
+        return [m.seq for m in ordered[:MAX_CANDIDATES]]
+
+    def considered(stored: _Stored) -> list[int]:
+        live = [m for m in stored.current(slot) if m.valid_to is None]
+        ordered = sorted(live, key=lambda m: (m.valid_from or m.created_at, m.seq), reverse=True)
+        return [m.seq for m in ordered[:MAX_CANDIDATES]]
+
+    stored = _Stored(alice.pk, {slot}, exclude=[])
+    assert len(stored.current(slot)) == _SLOT_PREFIX < len(flavours)
+    assert considered(stored) == newest(set())
+    # The batch supersedes all but a few of the prefix (in memory, as reconcile does before saving).
+    retired = {m.seq for m in stored.current(slot)[: _SLOT_PREFIX - MAX_CANDIDATES + 3]}
+    for memory in stored.current(slot):
+        if memory.seq in retired:
+            memory.valid_to = timezone.now()
+    assert considered(stored) == newest(retired)
+    assert len(stored.current(slot)) == len(flavours)  # read whole, keeping the batch's instances
+    assert sum(m.valid_to is not None for m in stored.current(slot)) == len(retired)
