@@ -16,7 +16,7 @@ database, the memory / FTS / vector row counts, the server log's "database is lo
 machine's load average (latencies move with it on a shared machine).
 
 Usage: ``python -m bench.load [--writers 8] [--readers 8] [--chats 2] [--duration 20] [--bulk-size 10000]
-[--drain 180] [--log FILE]``
+[--drain 180] [--log FILE] [--consumer serve|process] [--redis-url URL]``
 (the issue's load: ``--duration 60``), or ``python -m bench load`` with the defaults.
 """
 
@@ -53,6 +53,10 @@ class Options:
     bulk_size: int = 10_000
     drain: float = 180.0
     log: str | None = None  # where to copy the server's log
+    # "serve": the task threads inside the web process (the default layout); "process": ``serve
+    # --no-worker`` and one ``run_huey`` at nice 10 beside it, the queue on Redis (docs/deployment.md).
+    consumer: str = "serve"
+    redis_url: str = "redis://127.0.0.1:6379/13"
 
 
 @dataclass
@@ -90,11 +94,28 @@ def _seed(upstream_url: str) -> dict[str, str]:
     return {"key": str(key.pk), "secret": secret, "bulk_key": str(bulk_key.pk), "token": token}
 
 
-def _start_server(port: int, log_path: Path) -> subprocess.Popen:
-    env = {**os.environ, "HUEY_IMMEDIATE": "false", "OMNIROUTE_LOG_LEVEL": "WARNING"}
+def _env() -> dict[str, str]:
+    return {**os.environ, "HUEY_IMMEDIATE": "false", "OMNIROUTE_LOG_LEVEL": "WARNING"}
+
+
+def _start_consumer(log_path: Path) -> subprocess.Popen:
+    """A ``run_huey`` consumer (two threads, the periodic tasks too) at nice 10, as docs/deployment.md
+    lays out consumers beside web processes."""
+    return subprocess.Popen(
+        ["nice", "-n", "10", sys.executable, "manage.py", "run_huey", "-w", "2"],
+        cwd=ROOT,
+        env=_env(),
+        stdout=log_path.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+def _start_server(port: int, log_path: Path, *, no_worker: bool = False) -> subprocess.Popen:
+    env = _env()
     log = log_path.open("w")
+    extra = ["--no-worker"] if no_worker else []
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port), *extra],
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -246,7 +267,10 @@ def run(options: Options | None = None) -> dict:
     port = _free_port()
     log_path = Path(os.environ["OMNIROUTE_DATA_DIR"]) / "server.log"
     load_before = os.getloadavg()
-    server = _start_server(port, log_path)
+    separate = options.consumer == "process"
+    server = _start_server(port, log_path, no_worker=separate)
+    consumer_log = log_path.with_name("consumer.log")
+    consumer = _start_consumer(consumer_log) if separate else None
     try:
         started = time.monotonic()
         tally = asyncio.run(_load(f"http://127.0.0.1:{port}", seed, options))
@@ -254,13 +278,18 @@ def run(options: Options | None = None) -> dict:
         load_during = os.getloadavg()
         drained = _drain(options.drain)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        for process in (server, consumer):
+            if process is None:
+                continue
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
         upstream.stop()
     log = log_path.read_text(errors="replace")
+    if consumer is not None:
+        log += consumer_log.read_text(errors="replace")
     if options.log:
         Path(options.log).write_text(log)
     counts = _counts()
@@ -322,6 +351,13 @@ def parse(argv: list[str]) -> Options:
     parser.add_argument("--bulk-size", type=int, default=defaults.bulk_size, help="memories per bulk request")
     parser.add_argument("--drain", type=float, default=defaults.drain, help="seconds to wait for indexing")
     parser.add_argument("--log", default=None, help="copy the server's log to this file")
+    parser.add_argument(
+        "--consumer",
+        choices=("serve", "process"),
+        default=defaults.consumer,
+        help="where the background tasks run: serve's threads, or a run_huey process (queue on Redis)",
+    )
+    parser.add_argument("--redis-url", default=defaults.redis_url, help="the queue of --consumer process")
     args = parser.parse_args(argv)
     for name in ("writers", "readers", "chats", "bulk_size"):
         if getattr(args, name) < 0 or (name == "bulk_size" and args.bulk_size < 1):
@@ -329,7 +365,15 @@ def parse(argv: list[str]) -> Options:
     if not 1 <= args.duration <= 600:
         parser.error("--duration must be within 1..600 seconds")
     return Options(
-        args.writers, args.readers, args.chats, args.duration, args.bulk_size, args.drain, args.log
+        args.writers,
+        args.readers,
+        args.chats,
+        args.duration,
+        args.bulk_size,
+        args.drain,
+        args.log,
+        args.consumer,
+        args.redis_url,
     )
 
 
@@ -337,6 +381,11 @@ def main(argv: list[str]) -> int:
     from bench.__main__ import setup_django
 
     options = parse(argv)
+    if options.consumer == "process":
+        import redis
+
+        os.environ["REDIS_URL"] = options.redis_url  # the server, the consumer and the drain's reads
+        redis.Redis.from_url(options.redis_url).flushdb()
     with tempfile.TemporaryDirectory(prefix="omniroute-load-") as data_dir:
         setup_django(data_dir)
         result = run(options)

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import F, Q, Window
-from django.db.models.functions import Coalesce, RowNumber
+from django.db.models import Q
 from django.utils import timezone
 
 from memory.cognitive import Statement, analyse, check
@@ -252,22 +251,34 @@ class _Stored:
         slots = list(slots)
         if not slots:
             return
-        ranked = Window(
-            RowNumber(),
-            partition_by=[F("slot")],
-            order_by=[Coalesce("memory__valid_from", "memory__created_at").desc(), F("memory_id").desc()],
-        )
-        pairs = list(
-            self._slot_rows(slots)
-            .annotate(rank=ranked)
-            .filter(rank__lte=_SLOT_PREFIX)
-            .values_list("slot", "memory_id")
-        )
+        pairs = self._newest(slots)
         self._fill(pairs)
         counts: dict[str, int] = {}
         for slot, _ in pairs:
             counts[slot] = counts.get(slot, 0) + 1
         self.truncated = {slot for slot, n in counts.items() if n >= _SLOT_PREFIX}
+
+    def _newest(self, slots: list[str]) -> list[tuple[str, int]]:
+        """``(slot, seq)`` of the newest ``_SLOT_PREFIX`` current memories of each slot (by start, then
+        seq, as :func:`reconcile` orders its candidates). Plain SQL, like :func:`_insert_slots`: the
+        ORM's window expression cost more to build than the statement costs to run, in every write's
+        transaction."""
+        table, memories = MemorySlot._meta.db_table, Memory._meta.db_table
+        owner = self.owner_id if connection.features.has_native_uuid_field else self.owner_id.hex
+        params: list[str | int | uuid.UUID] = [owner, *slots, *self.exclude, _SLOT_PREFIX]
+        excluded = f"AND s.memory_id NOT IN ({', '.join(['%s'] * len(self.exclude))})" if self.exclude else ""
+        sql = (
+            "SELECT slot, memory_id FROM ("
+            " SELECT s.slot, s.memory_id, ROW_NUMBER() OVER (PARTITION BY s.slot"
+            "  ORDER BY COALESCE(m.valid_from, m.created_at) DESC, s.memory_id DESC) AS newest"
+            f" FROM {table} s JOIN {memories} m ON m.seq = s.memory_id"
+            f" WHERE s.owner_id = %s AND s.slot IN ({', '.join(['%s'] * len(slots))})"
+            f" AND m.valid_to IS NULL {excluded}"
+            ") ranked WHERE newest <= %s"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return [(slot, seq) for slot, seq in cursor.fetchall()]
 
     def _slot_rows(self, slots: list[str]):  # noqa: ANN202 - a MemorySlot queryset
         return MemorySlot.objects.filter(
