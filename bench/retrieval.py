@@ -113,7 +113,7 @@ def _full_query(owner_hex: str, query: str, limit: int, now) -> list[tuple[int, 
     the 100 best (ties by seq), the first ``limit`` not expired — one plain query."""
     from django.db import connection
 
-    from memory.retrieval.fts import BM25_WEIGHTS, MAX_TERMS, match_expression
+    from memory.retrieval.fts.query import BM25_WEIGHTS, MAX_TERMS, match_expression
     from memory.retrieval.relevance import query_terms
 
     terms = query_terms(query)[:MAX_TERMS]
