@@ -13,7 +13,7 @@ rule is rendered as a queryset (selectors, the chronological tier, backfills), a
 
 One difference is inherent: Qdrant's payload keeps instants as whole unix seconds, so within the
 second of an expiry or of the retention cutoff Qdrant may decide otherwise than SQLite. Retrieval
-checks the rows of every vector hit in SQLite again (``engine._live``), so such a hit is never shown.
+checks the rows of every vector hit in SQLite again (``engine.Filters.live``), so such a hit is never shown.
 """
 
 from __future__ import annotations

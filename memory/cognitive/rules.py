@@ -260,7 +260,7 @@ RULES: tuple[ChangeRule, ...] = (
         positive=False,
     ),
     _r(rf"{_ME}(?:i\s+)?(?P<v>smoke|drink\s+coffee|go\s+to\s+the\s+gym|run)\b", "do:{v}"),
-    # a habit taken up again: "I'm back at the gym", "back to running"
+    # a habit taken up again, said of oneself: "I'm back at the gym", "we're finally back to running"
     _r(
         r"\b(?:i['’]m|i\s+am|we['’]re)\s+(?:finally\s+)?back\s+(?:at|to|in)\s+(?:the\s+)?(?P<v>gym|[a-z]+ing)\b",
         "do:{v}",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sized
+from collections.abc import Collection, Sized
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -128,7 +128,7 @@ class Filters(Visibility):
     and, for a ranking as of a past date, ``as_of``: memories created after it are not seen.
 
     ``as_of`` is applied by this class's SQL and queryset and by :meth:`fts_search`; the vector
-    stores' own filters do not know it, so their hits are checked against :meth:`sql` (``_live``).
+    stores' own filters do not know it, so their hits are checked against :meth:`sql` (:meth:`live`).
     Expiry stays judged at ``now``: an expired memory is never shown, whatever the date asked."""
 
     as_of: datetime | None = None
@@ -154,6 +154,18 @@ class Filters(Visibility):
         qs = super().queryset(qs)
         return qs if self.as_of is None else qs.filter(created_at__lte=self.as_of)
 
+    def live(self, seqs: Collection[int]) -> set[int]:
+        """The ``seqs`` whose memories pass these filters (primary-key lookups, no ORM: on the hot
+        path the query building cost more than the query)."""
+        if not seqs:
+            return set()
+        ordered = sorted(seqs)
+        conditions, params = self.sql("m")
+        sql = f"SELECT m.seq FROM memories AS m WHERE m.seq IN ({_marks(ordered)}) AND {' AND '.join(conditions)}"
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*ordered, *params])
+            return {row[0] for row in cursor.fetchall()}
+
     def fts_search(self, query: str, limit: int) -> list:
         """``fts_search`` with these filters (as of a past date: read deeper, then cut, see
         ``AS_OF_DEPTH``)."""
@@ -169,25 +181,12 @@ class Filters(Visibility):
         )
         if self.as_of is None:
             return hits
-        live = _live(self, [h.seq for h in hits])
+        live = self.live([h.seq for h in hits])
         return [h for h in hits if h.seq in live][:limit]
 
 
 def _marks(values: Sized) -> str:
     return ", ".join(["%s"] * len(values))
-
-
-def _live(filters: Filters, seqs: list[int]) -> set[int]:
-    """The ``seqs`` whose memories pass the filters (primary-key lookups, no ORM:
-    on the hot path the query building cost more than the query)."""
-    if not seqs:
-        return set()
-    conditions, params = filters.sql("m")
-    sql = f"SELECT m.seq FROM memories AS m WHERE m.seq IN ({_marks(seqs)}) AND {' AND '.join(conditions)}"
-    params = [*seqs, *params]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return {row[0] for row in cursor.fetchall()}
 
 
 def _fetch(seqs: list[int]) -> dict[int, Memory]:
@@ -452,7 +451,7 @@ def _rank(
     the ``limit`` best rows are loaded as models: building instances was most of the cost of a query.
     """
     if not checked:
-        live = _live(filters.with_history(), [seq for seq, _ in vec])
+        live = filters.with_history().live([seq for seq, _ in vec])
         vec = [(seq, score) for seq, score in vec if seq in live]
     deep_fts = fts_request.result() if fts_request is not None else []
     # The searches read superseded memories too: each hands its place to the current one.
@@ -460,10 +459,7 @@ def _rank(
     via: dict[int, int] = {}
     if handed:
         vec = successors.substitute(vec, handed, via)
-        deep_fts = [
-            FtsHit(seq, rank)
-            for seq, rank in successors.substitute([(h.seq, h.rank) for h in deep_fts], handed, via)
-        ]
+        deep_fts = _substitute_fts(deep_fts, handed, via)
     deep_vec, vec = vec, vec[:k]
     if strategy == "semantic":
         top = vec[:limit]
@@ -522,12 +518,19 @@ def _rank(
     return _found_through(hits, via)
 
 
+def _substitute_fts(hits: list[FtsHit], handed: dict[int, int | None], via: dict[int, int]) -> list[FtsHit]:
+    """:func:`successors.substitute` over keyword hits."""
+    return [
+        FtsHit(seq, rank) for seq, rank in successors.substitute([(h.seq, h.rank) for h in hits], handed, via)
+    ]
+
+
 def _found_through(hits: list[Hit], via: dict[int, int]) -> list[Hit]:
-    """Set each hit's ``found_through``: the superseded memory that handed it its place (one query,
-    only when a place was handed on)."""
+    """Set each hit's ``found_through``: the superseded memory that handed it its place (its id only;
+    one query, only when a place was handed on)."""
     wanted = {via[h.memory.seq] for h in hits if h.memory.seq in via}
     if wanted:
-        old = Memory.objects.in_bulk(sorted(wanted))
+        old = Memory.objects.only("seq", "uuid").in_bulk(sorted(wanted))
         for hit in hits:
             hit.found_through = old.get(via.get(hit.memory.seq, -1))
     return hits
@@ -542,10 +545,7 @@ def _fts_tier(filters: Filters, query: str, limit: int, resolution: _Resolution)
     handed = successors.current_successors(filters, [h.seq for h in fts])
     via: dict[int, int] = {}
     if handed:
-        fts = [
-            FtsHit(seq, rank)
-            for seq, rank in successors.substitute([(h.seq, h.rank) for h in fts], handed, via)
-        ]
+        fts = _substitute_fts(fts, handed, via)
     if not fts:
         resolution.fallback("FTS5 found no match")
         return []

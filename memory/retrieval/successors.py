@@ -83,15 +83,8 @@ def current_successors(filters: Filters, seqs: Iterable[int]) -> dict[int, int |
                 found[seq] = ref
             else:
                 heads[seq] = row[0]
-    live = _visible(filters, set(found.values()))
+    live = filters.live(set(found.values()))  # every filter of the read: owner, expiry, session, …
     return {seq: (found[seq] if found.get(seq) in live else None) for seq in heads}
-
-
-def _visible(filters: Filters, seqs: set[int]) -> set[int]:
-    """The ``seqs`` that pass every filter of the read (owner, expiry, session, retention, as of)."""
-    from memory.retrieval.engine import _live  # the engine imports this module
-
-    return _live(filters, sorted(seqs))
 
 
 def substitute(
