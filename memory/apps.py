@@ -11,3 +11,6 @@ class MemoryConfig(AppConfig):
         # (registers checks and receivers)
         from memory import checks, provider_checks, receivers, signals  # noqa: F401
         from memory.api import schema  # noqa: F401  (OpenAPI auth extensions)
+        from memory.embeddings.blas import limit_blas_threads
+
+        limit_blas_threads()

@@ -208,6 +208,8 @@ MEMORY_VEC_QUANTIZATION = envchoice("MEMORY_VEC_QUANTIZATION", "none", ("none", 
 MEMORY_VEC_CACHE_MB = envint("MEMORY_VEC_CACHE_MB", 1024, minimum=0)
 MEMORY_EMBED_THREADS = envint("MEMORY_EMBED_THREADS", os.cpu_count() or 1, minimum=1)
 MEMORY_EMBED_QUERY_THREADS = envint("MEMORY_EMBED_QUERY_THREADS", os.cpu_count() or 1, minimum=1, maximum=256)
+# numpy's BLAS threads in each process (memory/embeddings/blas.py); 0 = the library's own default.
+MEMORY_BLAS_THREADS = envint("MEMORY_BLAS_THREADS", 1, minimum=0, maximum=256)
 # Unset: each embedding model's own floor (memory.embeddings.catalog); set: this floor for every model.
 MEMORY_VEC_MIN_SCORE: float | None = (
     envfloat("MEMORY_VEC_MIN_SCORE", 0.0) if envstr("MEMORY_VEC_MIN_SCORE").strip() else None
