@@ -1,6 +1,7 @@
 """Run every benchmark against a throw-away data directory (the built models are reused).
 
 Usage: python -m bench [name ...]   (names: ingest, embeddings, retrieval, backends, gateway, load, cognitive, consolidation)
+       The figures are written to data/bench-results.json, or to the file BENCH_RESULTS names.
        python -m bench scale [--quick] [options]   (not in the default run: several minutes, its own
        processes and databases; see bench/scale.py)
 """
@@ -58,7 +59,7 @@ def main(argv: list[str]) -> int:
             started = time.perf_counter()
             results[name] = module.run()
             print(f"[{name}] {time.perf_counter() - started:.1f} s", flush=True)
-        out = ROOT / "data" / "bench-results.json"
+        out = Path(os.environ.get("BENCH_RESULTS") or ROOT / "data" / "bench-results.json")
         out.write_text(json.dumps(results, indent=2, default=str))
         print(f"\nresults written to {out}")
     return 0
