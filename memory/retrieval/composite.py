@@ -43,11 +43,14 @@ if TYPE_CHECKING:  # for the hints only: the engine imports this module
 
 SIGNALS = ("semantic", "recency", "importance")
 DEFAULT_WEIGHTS: Mapping[str, float] = {"semantic": 0.5, "recency": 0.3, "importance": 0.2}
-# A month: the default retention window (retentionDays = 30) is the oldest the gateway injects, and
-# at one half-life the oldest memory it can see keeps half its recency — the signal orders memories
-# within the window without drowning a relevant month-old fact. Chosen by that reasoning, not fitted
-# on the dev sets (docs/retrieval-quality.md, "Composite ranking").
-DEFAULT_HALF_LIFE_DAYS = 30.0
+# Two years: recency breaks ties between comparably relevant memories; it does not put a changed value
+# first, which is the supersession's job (memory.services.cognitive, memory.retrieval.successors).
+# It was a month, for that job, until the successors did it: measured afterwards, from 30 to 730 days
+# every set we have is equal or better (current values 99 -> 100 of 105 and 55 -> 56 of 62; R@5 as of
+# the newest memory, composite - hybrid, conversations -2.6 -> -0.3 and short facts -5.7 -> -1.0), and
+# past 730 days nothing moves (3650: -1.0 on short facts, which is the importance signal's). The sweep
+# is in docs/retrieval-quality.md ("Composite ranking"); keys and the settings can shorten it.
+DEFAULT_HALF_LIFE_DAYS = 730.0
 # Candidates composite re-orders at least: as deep as each list hybrid fuses (engine.VEC_TOP_K) and as
 # many as the gateway keeps (MEMORY_CHAT_MAX_MEMORIES), so a recent memory hybrid ranks just below the
 # caller's limit can still move up.

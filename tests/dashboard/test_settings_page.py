@@ -72,7 +72,7 @@ def test_operators_can_read_but_not_save(operator):
 def test_the_composite_weights_and_half_life_are_shown_and_saved(studio):
     html = studio.get(URL).content.decode()
     assert 'name="strategy" value="composite"' in html
-    assert 'name="compositeSemantic"' in html and 'value="0.5"' in html and 'value="30.0"' in html
+    assert 'name="compositeSemantic"' in html and 'value="0.5"' in html and 'value="730.0"' in html
     fields = {"compositeSemantic": "0.6", "compositeRecency": "0.2", "compositeImportance": "0.2"}
     response = studio.post(URL, {**VALID, "strategy": "composite", **fields, "recencyHalfLifeDays": "14"})
     assert response.status_code == 200 and "Settings saved." in response.content.decode()

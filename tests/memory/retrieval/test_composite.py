@@ -75,7 +75,7 @@ def test_relevance_is_relative_to_the_best_candidate():
 
 def test_composite_puts_the_newer_of_two_equal_matches_first_and_its_score_is_the_formula(alice, no_vectors):
     # two subjects (no contradiction: both stay current), one query word each
-    old = make_memory(alice, "The Leeds office has a garden", importance=0.5, created_at=days_ago(90))
+    old = make_memory(alice, "The Leeds office has a garden", importance=0.5, created_at=days_ago(3 * 365))
     new = make_memory(alice, "The Berlin office has a rooftop", importance=0.5, created_at=days_ago(1))
     owner = frozenset({alice.pk})
 
@@ -91,11 +91,11 @@ def test_composite_puts_the_newer_of_two_equal_matches_first_and_its_score_is_th
         assert signals.semantic == pytest.approx(bm25[hit.memory.pk] / best)
         assert signals.importance == hit.memory.importance  # as stored (analysis on write sets it)
         age = (timezone.now() - hit.memory.created_at).total_seconds() / 86400
-        assert signals.recency == pytest.approx(0.5 ** (age / 30), rel=1e-4)
+        assert signals.recency == pytest.approx(0.5 ** (age / composite.DEFAULT_HALF_LIFE_DAYS), rel=1e-4)
         assert hit.score == pytest.approx(
             0.5 * signals.semantic + 0.3 * signals.recency + 0.2 * hit.memory.importance
         )
-    assert result.hits[0].signals.recency > 0.97 and result.hits[1].signals.recency < 0.13
+    assert result.hits[0].signals.recency > 0.99 and result.hits[1].signals.recency < 0.36  # 3 y: 0.5 ** 1.5
     # degraded to keyword search: said, as for hybrid
     assert (result.resolution["strategyRequested"], result.resolution["strategyUsed"]) == (
         "composite",
@@ -120,6 +120,7 @@ def test_the_other_strategies_carry_no_signals(alice, no_vectors):
 
 
 def test_without_query_words_composite_orders_by_recency_and_importance(alice, no_vectors):
+    update_memory_settings({"recencyHalfLifeDays": 30})  # a month, so that days count
     make_memory(alice, "older and important", importance=1.0, created_at=days_ago(60))
     make_memory(alice, "newest, unimportant", importance=0.0, created_at=days_ago(0))
     make_memory(alice, "middle", importance=0.5, created_at=days_ago(10))
@@ -210,7 +211,9 @@ def test_as_of_leaves_out_the_memories_written_after_it(admin_api, alice, no_vec
     assert [m["content"] for m in then] == ["The Leeds office opened"]
     # recency counts from the end of 1 April (UTC): 31 days and 15 hours after 1 March 09:00
     age = (datetime(2026, 4, 2, tzinfo=UTC) - datetime(2026, 3, 1, 9, tzinfo=UTC)).total_seconds() / 86400
-    assert then[0]["signals"]["recency"] == pytest.approx(0.5 ** (age / 30), abs=1e-5)
+    assert then[0]["signals"]["recency"] == pytest.approx(
+        0.5 ** (age / composite.DEFAULT_HALF_LIFE_DAYS), abs=1e-5
+    )
 
 
 @pytest.mark.parametrize("strategy", ["keyword", "hybrid", "exact"])
@@ -300,7 +303,7 @@ def test_bad_composite_settings_are_a_400_naming_the_field(admin_api, body, fiel
 def test_the_settings_show_the_composite_defaults_and_store_changes(read_api, admin_api):
     body = read_api.get(SETTINGS).json()
     assert body["compositeWeights"] == {"semantic": 0.5, "recency": 0.3, "importance": 0.2}
-    assert body["recencyHalfLifeDays"] == 30.0
+    assert body["recencyHalfLifeDays"] == 730.0
     new = {
         "compositeWeights": {"semantic": 0.6, "recency": 0.2, "importance": 0.2},
         "recencyHalfLifeDays": 14,
