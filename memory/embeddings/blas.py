@@ -16,11 +16,7 @@ it is applied when the app is ready (``memory.apps``); 0 leaves the libraries' o
 
 from __future__ import annotations
 
-import logging
-
 from django.conf import settings
-
-logger = logging.getLogger("memory.embeddings")
 
 
 def limit_blas_threads() -> int | None:
@@ -37,7 +33,7 @@ def limit_blas_threads() -> int | None:
 
 
 def blas_threads() -> list[int]:
-    """The thread count of each loaded BLAS library (engine status, tests)."""
+    """The thread count of each loaded BLAS library (what the limit left; the tests read it)."""
     from threadpoolctl import threadpool_info
 
     return [int(info["num_threads"]) for info in threadpool_info() if info.get("user_api") == "blas"]
