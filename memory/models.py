@@ -165,6 +165,27 @@ class ApiKey(models.Model):
 
     _active_sql: ClassVar[str | None] = None
 
+    @classmethod
+    def provider_of(cls, key_id: uuid.UUID) -> ApiKey | None:
+        """The key ``key_id`` with its id and provider only (where its memories live), or ``None``.
+
+        Every retrieval of one owner asks, so the SQL is written once rather than compiled by the ORM
+        per call (half a millisecond per REST preview)."""
+        if cls._provider_sql is None:
+            provider = cls.provider.field.column
+            cls._provider_sql = (
+                f"SELECT {provider} FROM {cls._meta.db_table} WHERE {cls._meta.pk.column} = %s"
+            )
+        with connection.cursor() as cursor:
+            cursor.execute(cls._provider_sql, [cls._meta.pk.get_db_prep_value(key_id, connection)])
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        provider_id = None if row[0] is None else cls.provider.field.target_field.to_python(row[0])
+        return cls.from_db(connection.alias, ["id", "provider_id"], [key_id, provider_id])
+
+    _provider_sql: ClassVar[str | None] = None
+
 
 class ProviderFallback(models.Model):
     """One fallback of a key's provider, in order (``position`` 0 is tried first)."""

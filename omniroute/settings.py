@@ -155,6 +155,9 @@ else:
         }
     }
 SQLITE_MMAP_SIZE = envint("OMNIROUTE_SQLITE_MMAP_SIZE", 268435456, minimum=0)
+# Open connections kept for the next request, per database file (omniroute/db/pool.py); 0: a new
+# connection for every request, as Django does.
+SQLITE_POOL_SIZE = envint("OMNIROUTE_SQLITE_POOL_SIZE", 8, minimum=0)
 # Test seam (as in the original): run without sqlite-vec.
 VECTOR_STORE_DISABLE_VEC = envbool("VECTOR_STORE_DISABLE_VEC", False)
 

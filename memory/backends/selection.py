@@ -140,7 +140,7 @@ def manager_for(api_key: ApiKey) -> MemoryManager | None:
 def manager_for_owner(owner_id: uuid.UUID | str) -> MemoryManager | None:
     """:func:`manager_for` by owner id (a key that does not exist is served natively, which finds
     nothing of it)."""
-    key = ApiKey.all_objects.filter(pk=owner_id).only("id", "provider_id").first()
+    key = ApiKey.provider_of(owner_id if isinstance(owner_id, uuid.UUID) else uuid.UUID(str(owner_id)))
     return None if key is None else manager_for(key)
 
 

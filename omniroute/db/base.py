@@ -16,6 +16,7 @@ from django.db.utils import DatabaseErrorWrapper  # noqa: E402
 from django.utils.functional import cached_property  # noqa: E402
 
 from omniroute.db.locking import DatabaseBusy, gate_for, is_lock_error  # noqa: E402
+from omniroute.db.pool import POOL  # noqa: E402
 
 logger = logging.getLogger("memory.db")
 
@@ -63,6 +64,7 @@ class DatabaseWrapper(sqlite_base.DatabaseWrapper):
         self.write_deadline: float | None = None
         self._holds_gate = False
         self._connection_busy_timeout = self._busy_timeout()  # the PRAGMA of the open connection
+        self._pool_key: str | None = None  # the pool's key of the open connection; None: never pooled
 
     @cached_property
     def wrap_database_errors(self):
@@ -114,16 +116,33 @@ class DatabaseWrapper(sqlite_base.DatabaseWrapper):
 
     def _close(self):
         try:
+            if self._pool_key is not None and self._poolable():
+                if POOL.give(self._pool_key, self.settings_dict["NAME"], self.connection, _pool_size()):
+                    return None
             return super()._close()  # type: ignore[misc]  # not in django-stubs
         finally:
             self._release_gate()
 
+    def _poolable(self) -> bool:
+        """The connection is as :meth:`get_new_connection` leaves it: the next request may have it
+        (``omniroute.db.pool``)."""
+        return (
+            self.autocommit
+            and not self.in_atomic_block
+            and not self.errors_occurred
+            and not self.connection.in_transaction
+        )
+
     def get_new_connection(self, conn_params):
-        conn = super().get_new_connection(conn_params)
-        conn.create_function("omniroute_fts_auto", 0, lambda: 1 if self.fts_auto else 0)
         timeout_ms = int(float(conn_params.get("timeout", 5)) * 1000)
-        conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
-        self._connection_busy_timeout = timeout_ms / 1000
+        self._pool_key = None if self.is_in_memory_db() else repr(sorted(conn_params.items()))
+        if self._pool_key is not None:
+            conn = POOL.take(self._pool_key, self.settings_dict["NAME"])
+            if conn is not None:
+                self._bind(conn, timeout_ms)
+                return conn
+        conn = super().get_new_connection(conn_params)
+        self._bind(conn, timeout_ms)
         if self.settings_dict["NAME"] != ":memory:" and "mode=memory" not in str(self.settings_dict["NAME"]):
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -139,6 +158,17 @@ class DatabaseWrapper(sqlite_base.DatabaseWrapper):
             else:
                 EXTENSION_STATUS.update(vec_loaded=True, vec_version=version, error=None)
         return conn
+
+    def _bind(self, conn, timeout_ms: int) -> None:
+        """What ties a connection to this wrapper: the trigger's view of ``fts_auto``, and the busy
+        timeout (a connection from the pool was another wrapper's)."""
+        conn.create_function("omniroute_fts_auto", 0, lambda: 1 if self.fts_auto else 0)
+        conn.execute(f"PRAGMA busy_timeout = {timeout_ms}")
+        self._connection_busy_timeout = timeout_ms / 1000
+
+
+def _pool_size() -> int:
+    return int(getattr(settings, "SQLITE_POOL_SIZE", 0))
 
 
 class _BusyAwareErrorWrapper(DatabaseErrorWrapper):

@@ -3,13 +3,17 @@ the browser middleware (omniroute.handlers)."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import httpx
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import request_started
 from django.http import HttpResponse
 
 from memory.models import ApiKey, ManagementToken, TokenScope
-from omniroute.handlers import ApiASGIHandler
+from omniroute.handlers import ApiASGIHandler, RequestThreads
 
 BODY = {"model": "stub-large", "messages": [{"role": "user", "content": "Hi"}]}
 
@@ -132,3 +136,101 @@ def test_static_files_stream_whole_through_the_site_stack(gateway, recwarn):
     assert response.status_code == 200
     assert response.content == expected
     assert not [w for w in recwarn if "synchronous iterators" in str(w.message)]
+
+
+# -- the request threads are kept ----------------------------------------------------------------------
+
+
+def _scope(path: str) -> dict:
+    return {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+        "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000),
+    }  # fmt: skip
+
+
+async def _get(handler: ApiASGIHandler, path: str) -> int:
+    """One request through ``handler`` in this process; its status."""
+    received = False
+
+    async def receive():
+        nonlocal received
+        if not received:
+            received = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()  # the client never goes away
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    await handler(_scope(path), receive, send)
+    return next(m["status"] for m in sent if m["type"] == "http.response.start")
+
+
+@pytest.fixture
+def request_threads():
+    """The threads each request's synchronous code ran on (a ``request_started`` receiver runs there)."""
+    seen: list[threading.Thread] = []
+
+    def record(**kwargs):
+        seen.append(threading.current_thread())
+
+    request_started.connect(record)
+    yield seen
+    request_started.disconnect(record)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_request_after_another_runs_on_the_same_kept_thread(request_threads):
+    handler = ApiASGIHandler()
+
+    async def twice() -> list[int]:
+        return [await _get(handler, "/v1/no-such-route") for _ in range(3)]
+
+    assert asyncio.run(twice()) == [404, 404, 404]
+    first, *others = request_threads
+    assert first is not threading.main_thread() and first.name.startswith("omniroute-request")
+    assert others == [first, first]  # no new thread per request
+
+
+@pytest.mark.django_db(transaction=True)
+def test_requests_at_the_same_time_each_have_a_thread_of_their_own(request_threads):
+    handler = ApiASGIHandler()
+    both_started = threading.Barrier(2, timeout=10)
+    request_started.connect(lambda **kwargs: both_started.wait(), weak=False, dispatch_uid="barrier")
+    try:
+
+        async def together() -> list[int]:
+            return list(await asyncio.gather(_get(handler, "/v1/a"), _get(handler, "/v1/b")))
+
+        # On one shared thread the first request's receiver would wait for the second for ever.
+        assert asyncio.run(together()) == [404, 404]
+    finally:
+        request_started.disconnect(dispatch_uid="barrier")
+    assert len(set(request_threads)) == 2
+
+
+def test_a_thread_with_work_of_its_request_left_is_not_kept():
+    threads = RequestThreads(keep=4)
+    busy = threads.take()
+    release = threading.Event()
+    running = busy.submit(release.wait, 10)  # a view whose client went away: its thread still runs it
+    idle = threads.take()
+    idle.submit(lambda: None).result(timeout=5)
+    threads.give(busy)
+    threads.give(idle)
+    assert threads.idle() == 1 and threads.take() is idle  # the busy one was let go, not kept
+    release.set()
+    assert running.result(timeout=5) is True
+    assert busy.pending == 0
+
+
+def test_no_more_than_keep_threads_stay_idle():
+    threads = RequestThreads(keep=2)
+    taken = [threads.take() for _ in range(3)]
+    for executor in taken:
+        threads.give(executor)
+    assert threads.idle() == 2
+    assert taken[2]._shutdown  # the third one's thread was told to end

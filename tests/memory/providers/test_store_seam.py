@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from memory import store
-from memory.backends.selection import forget, manager_for
+from memory.backends.selection import forget, manager_for, manager_for_owner
 from memory.exceptions import NotFound
 from memory.models import ApiKey, MemoryProvider
 from memory.principals import Principal
@@ -62,3 +64,14 @@ def test_writes_and_reads_follow_the_keys_provider(keys):
     assert updated.content == "I live in Braga"
     store.memory_delete(updated)
     assert manager.count(on_provider.pk) == 0
+
+
+def test_a_keys_provider_is_read_by_id_for_the_one_owner_seam(keys):
+    on_provider, native_key = keys
+    found = ApiKey.provider_of(on_provider.pk)
+    assert found is not None and found.pk == on_provider.pk and found.provider_id == on_provider.provider_id
+    native = ApiKey.provider_of(native_key.pk)
+    assert native is not None and native.provider_id is None
+    assert ApiKey.provider_of(uuid.uuid4()) is None
+    assert manager_for_owner(str(on_provider.pk)) is manager_for(on_provider)  # one manager per key
+    assert manager_for_owner(native_key.pk) is None  # served natively
