@@ -1,9 +1,9 @@
 """Long-lived threads for the gateway's database work.
 
-Why: under ASGI, Django runs each request's synchronous code in a thread of its own, so every request
-would open (and close) a new SQLite connection — loading sqlite-vec and setting the pragmas costs several
-milliseconds, more than the gateway's whole overhead budget. The gateway's synchronous work therefore
-runs in two small executors whose threads, and so whose connections, outlive requests:
+Why: under ASGI, Django runs each request's synchronous code in a thread of its own and closes its
+database connection at the end of the request. Other requests take a connection back from
+``omniroute.db.pool``; the gateway's synchronous work runs in two small executors whose threads, and so
+whose connections, outlive requests (not even the pool's take and give on the path):
 
 * :func:`run_db` — the work before the upstream call (authentication, routing, recall, injection);
 * :func:`after_response` — fire-and-forget work once a response is sent (enqueueing extraction), on one
