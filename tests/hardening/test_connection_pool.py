@@ -56,6 +56,12 @@ def test_a_connection_closed_inside_an_atomic_block_is_not_kept(raw):
     assert not ApiKey.objects.filter(name="alice").exists()  # the transaction was rolled back
 
 
+def test_a_connection_that_saw_an_error_is_closed_for_real(raw):
+    connection.errors_occurred = True  # as Django's error wrapper marks it after a database error
+    assert _reopened() is not raw
+    assert not connection.errors_occurred  # a new connection starts clean
+
+
 def test_pooling_is_off_with_a_size_of_0(raw):
     with override_settings(SQLITE_POOL_SIZE=0):
         opened = _reopened()
