@@ -124,14 +124,9 @@ class DatabaseWrapper(sqlite_base.DatabaseWrapper):
             self._release_gate()
 
     def _poolable(self) -> bool:
-        """The connection is as :meth:`get_new_connection` leaves it: the next request may have it
-        (``omniroute.db.pool``)."""
-        return (
-            self.autocommit
-            and not self.in_atomic_block
-            and not self.errors_occurred
-            and not self.connection.in_transaction
-        )
+        """The wrapper left the connection as :meth:`get_new_connection` made it: the next request may
+        have it (``omniroute.db.pool``, which also refuses one with a transaction open)."""
+        return self.autocommit and not self.in_atomic_block and not self.errors_occurred
 
     def get_new_connection(self, conn_params):
         timeout_ms = int(float(conn_params.get("timeout", 5)) * 1000)

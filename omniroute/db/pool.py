@@ -9,7 +9,8 @@ answer takes two to three).
 
 So :class:`omniroute.db.base.DatabaseWrapper` hands a connection it closes to this pool, and takes one
 from it before it opens a new one. A connection goes back only in a clean state: autocommit, no
-transaction open, no error seen on it, the busy timeout it was opened with, in the process that opened it.
+transaction open, no error seen on it, in the process that opened it; the wrapper that takes it sets its
+busy timeout and the FTS trigger's function again.
 Django's sqlite3 connections are opened with ``check_same_thread=False`` (Django checks thread sharing
 itself), and a pooled connection belongs to one wrapper at a time, so it moves between threads safely.
 ``OMNIROUTE_SQLITE_POOL_SIZE`` (default 8; 0 turns pooling off) bounds the idle connections per database
@@ -76,12 +77,12 @@ class ConnectionPool:
             idle.append((connection, identity))
             return True
 
-    def idle(self, name: str) -> int:
+    def idle(self, key: str) -> int:
         with self._lock:
-            return len(self._idle.get(name, ()))
+            return len(self._idle.get(key, ()))
 
     def clear(self) -> None:
-        """Close every idle connection (tests; a process about to delete its database file)."""
+        """Close every idle connection (at exit, and in tests)."""
         with self._lock:
             forked = self._forked()
             idle, self._idle = self._idle, defaultdict(list)
