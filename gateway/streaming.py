@@ -6,11 +6,9 @@ import json
 import logging
 from collections.abc import AsyncIterator
 
-import httpx
-
 from gateway.errors import sse_error_event
 from gateway.models import UpstreamProvider
-from gateway.upstream import failure_from
+from gateway.upstream import TRANSPORT_ERRORS, UpstreamResponse, failure_from
 from memory.extraction import MAX_EXTRACTION_TEXT_LENGTH
 
 logger = logging.getLogger("gateway.streaming")
@@ -70,7 +68,7 @@ class StreamRelay:
     The upstream response is closed when the iteration ends, fails or is abandoned (client gone).
     """
 
-    def __init__(self, upstream: httpx.Response, provider: UpstreamProvider) -> None:
+    def __init__(self, upstream: UpstreamResponse, provider: UpstreamProvider) -> None:
         self.upstream = upstream
         self.provider = provider
         self.assembler = AssistantTextAssembler()
@@ -85,7 +83,7 @@ class StreamRelay:
                 self.assembler.feed(chunk)
                 yield chunk
             self.completed = True
-        except (httpx.TransportError, httpx.StreamError) as exc:
+        except TRANSPORT_ERRORS as exc:
             failure = failure_from(exc, self.provider)
             logger.warning(
                 "gateway.stream.interrupted",

@@ -3,8 +3,8 @@
 
 Async views (served by the ASGI server): the database work of a request is one hop to a database thread
 (:func:`gateway.chat.prepare_chat` through :func:`gateway.workers.run_db`), the upstream call is async
-httpx, and a stream is relayed chunk by chunk as it arrives. Extraction is handed to the after-response
-thread from the response's ``close()``, which the server calls only after the last byte was sent — so it
+(aiohttp, :mod:`gateway.upstream`), and a stream is relayed chunk by chunk as it arrives. Extraction is
+handed to the after-response thread from the response's ``close()``, which the server calls only after the last byte was sent — so it
 never delays the answer, and an abandoned stream (the client went away) learns nothing.
 
 An answer whose request carried memory has an injection ledger entry (``memory.services.ledger``),
@@ -19,7 +19,6 @@ import json
 import logging
 from collections.abc import Callable
 
-import httpx
 from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
@@ -31,6 +30,7 @@ from gateway.models import UpstreamProvider
 from gateway.providers import enabled_providers
 from gateway.streaming import StreamRelay
 from gateway.upstream import (
+    TRANSPORT_ERRORS,
     UpstreamFailure,
     failure_from,
     list_models,
@@ -169,7 +169,7 @@ async def chat_completions(request: HttpRequest) -> HttpResponseBase:
     if plan.stream:  # an error answer to a streaming request: relay it whole
         try:
             await upstream.aread()
-        except httpx.TransportError as exc:
+        except TRANSPORT_ERRORS as exc:
             return _error(failure_from(exc, plan.provider))
         finally:
             await upstream.aclose()

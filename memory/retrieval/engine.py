@@ -193,8 +193,7 @@ def _fetch(seqs: list[int]) -> dict[int, Memory]:
     """Memories by seq (already filtered)."""
     if not seqs:
         return {}
-    rows = Memory.objects.raw(f"SELECT * FROM memories WHERE seq IN ({_marks(seqs)})", list(seqs))
-    return {m.seq: m for m in rows}
+    return Memory.by_seq(seqs)
 
 
 class _Resolution(dict):
