@@ -5,44 +5,32 @@ request, a Huey worker, a management command). With the in-memory channel
 layer only websockets of the same process hear them; set ``REDIS_URL`` for a
 layer shared by every process. A relay failure never affects the write.
 
-A request's thread (a sync view run by the ASGI server) never waits for the relay: it hands the sends to
-the server's event loop, which runs them after the request's own work. Waiting there (``async_to_sync``)
+A request's thread (a sync view run by the ASGI server), and the gateway's after-response thread working
+for a request, never wait for the relay: they hand the sends to the server's event loop
+(``omniroute.serverloop``), which runs them after the request's own work. Waiting there (``async_to_sync``)
 costs a round trip through that loop per group, and under load, when the loop and the request threads
 share the GIL with a bulk import and the indexing, those round trips were a third of a single write's
-latency (docs/operations.md, "Load and locking"). Other threads (Huey workers, management commands) have
-no server loop and send as before, waiting for each send.
+latency (docs/operations.md, "Load and locking"); on the after-response thread each was a new loop on a
+new thread. Other threads (Huey workers, management commands) have no server loop and send as before,
+waiting for each send.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from concurrent.futures import Future
 
-from asgiref.sync import SyncToAsync, async_to_sync
+from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.dispatch import receiver
 
 from dashboard.live import ALL_OWNERS_GROUP, LEDGER_GROUP, REINDEX_GROUP, owner_group
 from memory.models import HEALTH_PROBE_ID
 from memory.signals import injection_recorded, memory_changed, reindex_progress
+from omniroute.serverloop import server_loop
 
 logger = logging.getLogger("dashboard.live")
-
-
-def _server_loop() -> asyncio.AbstractEventLoop | None:
-    """The ASGI server's running event loop when this thread runs a request's sync code (None otherwise).
-
-    asgiref records it in the threads it starts for ``sync_to_async``; its own ``async_to_sync`` reads
-    the same thread-local to find the loop (and checks the pid, as here, against a fork)."""
-    local = SyncToAsync.threadlocal
-    if getattr(local, "main_event_loop_pid", None) != os.getpid():
-        return None
-    loop = getattr(local, "main_event_loop", None)
-    if loop is None or loop.is_closed() or not loop.is_running():
-        return None
-    return loop
 
 
 def _log_failure(kind: str | None, future: Future) -> None:
@@ -54,7 +42,7 @@ def _send(groups: list[str], message: dict) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
-    loop = _server_loop()
+    loop = server_loop()
     if loop is not None:
         try:
             for group in groups:  # scheduled in this order, so sent in this order

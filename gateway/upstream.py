@@ -22,9 +22,12 @@ closed when its loop shuts its async generators down (``asyncio.run`` does, as e
 from __future__ import annotations
 
 import asyncio
+import functools
 import json as _json
 import logging
 import threading
+import urllib.parse
+import urllib.request
 import weakref
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
@@ -128,8 +131,9 @@ async def get_session() -> aiohttp.ClientSession:
     if kept is None or kept[0].closed:
         session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=200, limit_per_host=0, keepalive_timeout=5),
-            # As httpx did: HTTP(S)_PROXY / NO_PROXY from the environment apply.
-            trust_env=True,
+            # Not trust_env: it would read ~/.netrc before every request (a thread hop) and refuse a
+            # provider key beside a netrc entry; the environment's proxies apply through _proxy_for.
+            trust_env=False,
             # No cookie jar: a cookie one key's answer set must not go upstream with another's request.
             cookie_jar=aiohttp.DummyCookieJar(),
         )
@@ -201,6 +205,22 @@ def failure_from(exc: BaseException, provider: UpstreamProvider) -> UpstreamFail
     )
 
 
+@functools.cache
+def _proxy_for(scheme: str, host: str) -> str | None:
+    """The proxy the environment names for ``scheme``://``host`` (``HTTPS_PROXY``, ``HTTP_PROXY`` or
+    ``ALL_PROXY``, unless ``NO_PROXY`` covers the host), as httpx applied them; ``None``: connect
+    directly. Read once per scheme and host: a process's environment does not change."""
+    proxies = urllib.request.getproxies_environment()
+    if not host or urllib.request.proxy_bypass_environment(host, proxies):
+        return None
+    return proxies.get(scheme) or proxies.get("all")
+
+
+def _proxy(url: str) -> str | None:
+    parts = urllib.parse.urlsplit(url)
+    return _proxy_for(parts.scheme, parts.hostname or "")
+
+
 def _timeout(seconds: float) -> aiohttp.ClientTimeout:
     """``seconds`` for the connection (a free one included) and for each read, as httpx's was."""
     return aiohttp.ClientTimeout(total=None, connect=seconds, sock_read=seconds)
@@ -228,6 +248,7 @@ async def _post(provider: UpstreamProvider, url: str, payload: bytes, *, stream:
                 headers=headers,
                 timeout=_timeout(provider.timeout_seconds),
                 allow_redirects=False,
+                proxy=_proxy(url),
             )
         )
         if not stream:
@@ -259,6 +280,7 @@ async def list_models(provider: UpstreamProvider, *, timeout: float = 10.0) -> l
             headers=headers,
             timeout=_timeout(min(timeout, provider.timeout_seconds)),
             allow_redirects=False,
+            proxy=_proxy(provider.models_url),
         ) as response:
             response.raise_for_status()
             data = _json.loads(await response.read()).get("data")

@@ -24,6 +24,8 @@ from typing import ParamSpec, TypeVar
 from asgiref.sync import sync_to_async
 from django.db import connections
 
+from omniroute.serverloop import server_loop, serving
+
 logger = logging.getLogger("gateway.workers")
 
 P = ParamSpec("P")
@@ -68,11 +70,15 @@ async def run_db(fn: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
 
 
 def after_response(fn: Callable[[], object]) -> None:
-    """Run ``fn()`` later on the after-response thread; its exceptions are logged, never raised."""
+    """Run ``fn()`` later on the after-response thread; its exceptions are logged, never raised.
+    ``fn`` runs for the server loop of the request that handed it over (``omniroute.serverloop``):
+    what it relays to the Studio's live views is handed to that loop, not sent through a new one."""
+    loop = server_loop()
 
     def guarded() -> None:
         try:
-            fn()
+            with serving(loop):
+                fn()
         except Exception:
             logger.exception("gateway.after_response.failed")
 

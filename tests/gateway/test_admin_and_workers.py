@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from asgiref.sync import async_to_sync, sync_to_async
 from django.db import DatabaseError, connection, connections
 
 from gateway.models import UpstreamProvider
 from gateway.workers import after_response, run_db, wait_for_after_response_work
+from omniroute.serverloop import server_loop
 
 
 @pytest.mark.django_db
@@ -70,3 +72,21 @@ def test_after_response_work_runs_in_order_and_never_raises():
     after_response(lambda: seen.append(2))
     assert wait_for_after_response_work()
     assert seen == [1, 2]
+
+
+def test_after_response_work_hands_coroutines_to_the_loop_of_the_request_that_handed_it():
+    """What the work relays to the Studio goes through the server's loop (no new loop per send)."""
+
+    async def scenario():
+        seen = []
+        # A request's synchronous code (on its thread, as Django runs a response's close()) hands it over.
+        await sync_to_async(lambda: after_response(lambda: seen.append(server_loop())))()
+        assert await sync_to_async(wait_for_after_response_work, thread_sensitive=False)()
+        return asyncio.get_running_loop(), seen
+
+    loop, seen = async_to_sync(scenario)()
+    assert seen == [loop]
+    # Handed over by a thread that serves no loop (a command, a Huey worker): none, so sends wait.
+    after_response(lambda: seen.append(server_loop()))
+    assert wait_for_after_response_work()
+    assert seen == [loop, None]
