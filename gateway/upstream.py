@@ -211,7 +211,7 @@ def _proxy_for(scheme: str, host: str) -> str | None:
     ``ALL_PROXY``, unless ``NO_PROXY`` covers the host), as httpx applied them; ``None``: connect
     directly. Read once per scheme and host: a process's environment does not change."""
     proxies = urllib.request.getproxies_environment()
-    if not host or urllib.request.proxy_bypass_environment(host, proxies):
+    if not host or urllib.request.proxy_bypass(host):
         return None
     return proxies.get(scheme) or proxies.get("all")
 
