@@ -19,18 +19,23 @@ from tests.factories import make_memory
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def chat(client, secret):
+    """A chat through the sync test client."""
+    return client.post(
+        "/v1/chat/completions",
+        {"model": "m", "messages": [{"role": "user", "content": "Hi"}]},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret}"},
+    )
+
+
 def test_the_sync_test_client_gets_an_answer_with_memory(client, upstream, provider, memory_on):
     key, secret = ApiKey.issue(name="alice")
     make_memory(key, "Alice likes tea")
     update_memory_settings({"extractFromAssistant": True})  # what is learned here is the answer's
     upstream.reply = "I prefer green tea."
 
-    response = client.post(
-        "/v1/chat/completions",
-        {"model": "m", "messages": [{"role": "user", "content": "Hi"}]},
-        content_type="application/json",
-        headers={"Authorization": f"Bearer {secret}"},
-    )
+    response = chat(client, secret)
 
     assert response.status_code == 200
     assert response.json()["choices"][0]["message"]["content"] == "I prefer green tea."
@@ -67,12 +72,7 @@ def test_each_loop_closes_its_upstream_session_when_it_ends(client, upstream, pr
     with caplog.at_level(logging.ERROR, logger="asyncio"), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for _ in range(3):
-            response = client.post(
-                "/v1/chat/completions",
-                {"model": "m", "messages": [{"role": "user", "content": "Hi"}]},
-                content_type="application/json",
-                headers={"Authorization": f"Bearer {secret}"},
-            )
+            response = chat(client, secret)
             assert response.status_code == 200
         gc.collect()
     assert len(upstream.requests) == 3
