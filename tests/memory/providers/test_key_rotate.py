@@ -5,9 +5,7 @@ while the row keeps its id, memories, provider and bindings."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
-import respx
 
 from gateway.models import UpstreamProvider
 from gateway.workers import wait_for_after_response_work
@@ -21,8 +19,7 @@ from memory.services.credentials import credential_revoke, key_rotate, token_cre
 from memory.services.memories import MemoryInput
 from tests.conftest import Api
 from tests.factories import make_memory
-
-UPSTREAM = "http://upstream.test/v1"
+from tests.gateway.conftest import upstream, upstream_server  # noqa: F401 - the recording upstream
 
 
 @pytest.fixture(autouse=True)
@@ -117,17 +114,10 @@ def test_a_rotated_token_keeps_its_scope_and_owners_and_the_old_secret_is_refuse
 # -- the gateway: the old secret stops at once ----------------------------------------------------------
 
 
-def completion(text: str) -> dict:
-    return {
-        "id": "x",
-        "object": "chat.completion",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
-    }
-
-
 @pytest.mark.django_db(transaction=True)
-def test_the_gateway_refuses_the_old_secret_right_after_a_rotation(client):
-    UpstreamProvider.objects.create(name="mock", base_url=UPSTREAM, is_default=True)
+def test_the_gateway_refuses_the_old_secret_right_after_a_rotation(client, upstream):  # noqa: F811
+    UpstreamProvider.objects.create(name="stub", base_url=upstream.base_url, is_default=True)
+    upstream.reply = "Hello."
     key, old = ApiKey.issue(name="alice")
     body = {"model": "m", "messages": [{"role": "user", "content": "Hi"}]}
 
@@ -139,18 +129,15 @@ def test_the_gateway_refuses_the_old_secret_right_after_a_rotation(client):
             headers={"Authorization": f"Bearer {secret}"},
         )
 
-    with respx.mock(assert_all_called=False) as router:
-        router.post(f"{UPSTREAM}/chat/completions").mock(
-            return_value=httpx.Response(200, json=completion("Hello."))
-        )
-        assert chat(old).status_code == 200
-        _, new = key_rotate(key, actor=SYSTEM)
-        refused = chat(old)
-        assert refused.status_code == 401
-        assert refused.json()["error"]["message"] == "Incorrect or revoked API key"
-        answered = chat(new)
-        assert answered.status_code == 200
-        assert answered.json()["choices"][0]["message"]["content"] == "Hello."
+    assert chat(old).status_code == 200
+    _, new = key_rotate(key, actor=SYSTEM)
+    refused = chat(old)
+    assert refused.status_code == 401
+    assert refused.json()["error"]["message"] == "Incorrect or revoked API key"
+    answered = chat(new)
+    assert answered.status_code == 200
+    assert answered.json()["choices"][0]["message"]["content"] == "Hello."
+    assert len(upstream.requests) == 2  # the refused chat never went upstream
     assert wait_for_after_response_work()
 
 

@@ -1,4 +1,5 @@
-"""``Memory.by_seq``: the retrieval's loader of its hits gives the instances the ORM gives."""
+"""``memory.rows``: the instances loaded from precompiled SQL are those the ORM gives (a retrieval's hits,
+``Memory.by_seq``; a key and a token found by their secret)."""
 
 from datetime import timedelta
 
@@ -6,7 +7,7 @@ import pytest
 from django.db.models import signals
 from django.utils import timezone
 
-from memory.models import Memory
+from memory.models import ApiKey, ManagementToken, Memory
 from tests.factories import make_memory
 
 pytestmark = pytest.mark.django_db
@@ -87,3 +88,29 @@ def test_init_signals_are_sent_when_something_listens(rows):
         signals.post_init.disconnect(receiver, sender=Memory)
     assert sorted(seen) == sorted(rows)
     assert loaded[rows[0]].metadata["speaker"] == "Ana"
+
+
+def assert_same_instance(mine, theirs):
+    assert type(mine) is type(theirs) and mine._state.adding is False
+    for field in type(theirs)._meta.concrete_fields:
+        assert getattr(mine, field.attname) == getattr(theirs, field.attname), field.name
+        assert type(getattr(mine, field.attname)) is type(getattr(theirs, field.attname)), field.name
+
+
+def test_a_key_found_by_its_secret_is_the_orms_and_a_revoked_one_is_not_found(db):
+    key, secret = ApiKey.issue(name="alice")
+    ApiKey.objects.filter(pk=key.pk).update(last_used_at=timezone.now())
+    assert_same_instance(ApiKey.active_for_secret(secret), ApiKey.objects.get(pk=key.pk))
+    ApiKey.objects.filter(pk=key.pk).update(revoked_at=timezone.now())
+    assert ApiKey.active_for_secret(secret) is None
+    assert ApiKey.active_for_secret("sk-omr-unknown") is None
+
+
+def test_a_token_found_by_its_secret_is_the_orms_with_its_owners(alice, bob):
+    token, secret = ManagementToken.issue(name="bound", scope="write", owners=[alice, bob])
+    found, owners = ManagementToken.with_owners_for_secret(secret)
+    assert_same_instance(found, ManagementToken.objects.get(pk=token.pk))
+    assert owners == {alice.pk, bob.pk}
+    _, admin_secret = ManagementToken.issue(name="admin", scope="admin")
+    assert ManagementToken.with_owners_for_secret(admin_secret)[1] == frozenset()
+    assert ManagementToken.with_owners_for_secret("omr-unknown") is None
