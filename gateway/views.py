@@ -4,8 +4,9 @@
 Async views (served by the ASGI server): the database work of a request is one hop to a database thread
 (:func:`gateway.chat.prepare_chat` through :func:`gateway.workers.run_db`), the upstream call is async
 (aiohttp, :mod:`gateway.upstream`), and a stream is relayed chunk by chunk as it arrives. Extraction is
-handed to the after-response thread from the response's ``close()``, which the server calls only after the last byte was sent — so it
-never delays the answer, and an abandoned stream (the client went away) learns nothing.
+handed to the after-response thread from the response's ``close()``, which the server calls only after
+the last byte was sent — so it never delays the answer, and an abandoned stream (the client went away)
+learns nothing.
 
 An answer whose request carried memory has an injection ledger entry (``memory.services.ledger``),
 recorded on the same after-response thread, and says so in ``x-omniroute-injection-id`` (streamed

@@ -189,13 +189,6 @@ def _marks(values: Sized) -> str:
     return ", ".join(["%s"] * len(values))
 
 
-def _fetch(seqs: list[int]) -> dict[int, Memory]:
-    """Memories by seq (already filtered)."""
-    if not seqs:
-        return {}
-    return Memory.by_seq(seqs)
-
-
 class _Resolution(dict):
     def fallback(self, reason: str) -> None:
         self["fallbackReason"] = (
@@ -462,7 +455,7 @@ def _rank(
     deep_vec, vec = vec, vec[:k]
     if strategy == "semantic":
         top = vec[:limit]
-        memories = _fetch([seq for seq, _ in top])
+        memories = Memory.by_seq([seq for seq, _ in top])
         nearest = [Hit(memories[seq], score, tier, vec_score=score) for seq, score in top if seq in memories]
         return _found_through(nearest, via)
 
@@ -499,7 +492,7 @@ def _rank(
     fts_scores = {h.seq: h.rank for h in deep_fts}
     session_scores = dict(session)
     timed = {seq for seq, _ in answer_type}
-    memories = _fetch([f.item for f in fused])
+    memories = Memory.by_seq([f.item for f in fused])
     hits = [
         Hit(
             memories[f.item],
@@ -548,7 +541,7 @@ def _fts_tier(filters: Filters, query: str, limit: int, resolution: _Resolution)
     if not fts:
         resolution.fallback("FTS5 found no match")
         return []
-    memories = _fetch([h.seq for h in fts])  # fts_search applied every filter
+    memories = Memory.by_seq([h.seq for h in fts])  # fts_search applied every filter
     hits = [Hit(memories[h.seq], -h.rank, "fts5", fts_score=h.rank) for h in fts if h.seq in memories]
     return _found_through(hits, via)
 
